@@ -1,0 +1,54 @@
+// General matrix multiply on the CPU: C = alpha * op(A) * op(B) + beta * C.
+//
+// What it is for: the one entry point every matmul in ctrax goes through. Two backends sit
+// behind it and are selectable at run time, so every test and benchmark runs on both:
+//   - native:   ctrax's own packed-panel GEMM with register-blocked micro-kernels for
+//               AVX-512, AVX2+FMA and a portable fallback, picked by CPU feature detection;
+//   - openblas: cblas_sgemm / cblas_dgemm, when ctrax was built with CTRAX_OPENBLAS.
+// The backend is taken from the CTRAX_GEMM_BACKEND environment variable ("native" or
+// "openblas") at first use, and can be changed with set_gemm_backend().
+//
+// What it is not for: argument validation of user input (the tensor layer does that) or
+// non-unit inner strides (the caller packs such operands first).
+//
+// Layout: all matrices are row-major. op(A) is m x k, op(B) is k x n, C is m x n.
+// With trans_a, A is stored k x m (A^T is read without a copy); lda is the row stride of A
+// as stored, likewise ldb. beta == 0 means C is written without being read (so C may hold
+// NaN garbage), as in BLAS.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace ctrax::kernels {
+
+enum class GemmBackend { native, openblas };
+
+// Instruction set of the native micro-kernel.
+enum class GemmIsa { portable, avx2, avx512 };
+
+void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+void dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
+           int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
+
+// Backend selection. Selecting openblas when it was not built in throws ctrax::Error.
+void set_gemm_backend(GemmBackend backend);
+GemmBackend gemm_backend();
+bool openblas_available();
+// openblas_get_corename(), or "none" without OpenBLAS.
+std::string openblas_corename();
+const char* gemm_backend_name(GemmBackend backend);
+// Parses "native" / "openblas"; throws ctrax::Error naming the allowed values otherwise.
+GemmBackend parse_gemm_backend(const std::string& name);
+
+// Micro-kernel selection for the native backend. By default the best ISA the CPU supports;
+// force_gemm_isa() pins one (tests use it to exercise every kernel the CPU can run) and
+// throws ctrax::Error if the CPU cannot run it; std::nullopt returns to automatic choice.
+bool gemm_isa_supported(GemmIsa isa);
+void force_gemm_isa(std::optional<GemmIsa> isa);
+GemmIsa active_gemm_isa();
+const char* gemm_isa_name(GemmIsa isa);
+
+}  // namespace ctrax::kernels

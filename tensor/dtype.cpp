@@ -1,0 +1,43 @@
+#include "dtype.h"
+
+#include "../kernels/check.h"
+
+namespace ctrax {
+
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::float32: return 4;
+    case DType::float64: return 8;
+    case DType::int32: return 4;
+    case DType::int64: return 8;
+    case DType::boolean: return 1;
+  }
+  CTRAX_CHECK(false, "unknown dtype ", static_cast<int>(dtype));
+}
+
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::float32: return "float32";
+    case DType::float64: return "float64";
+    case DType::int32: return "int32";
+    case DType::int64: return "int64";
+    case DType::boolean: return "bool";
+  }
+  return "unknown";
+}
+
+namespace {
+// Category rank then width rank; see the rules in dtype.h.
+int category(DType d) { return is_bool(d) ? 0 : is_integer(d) ? 1 : 2; }
+}  // namespace
+
+DType promote_types(DType a, DType b) {
+  if (a == b) return a;
+  const int ca = category(a), cb = category(b);
+  if (ca != cb) return ca > cb ? a : b;
+  return dtype_size(a) >= dtype_size(b) ? a : b;
+}
+
+std::ostream& operator<<(std::ostream& out, DType dtype) { return out << dtype_name(dtype); }
+
+}  // namespace ctrax

@@ -1,0 +1,40 @@
+// Storage: a reference-counted block of device memory that tensors view.
+//
+// What it is for: owning the bytes. Tensors hold a shared_ptr<Storage> plus their own
+// shape, strides and offset, so views share one Storage and the memory is freed when the
+// last view goes. CPU blocks are 64-byte aligned (one cache line, one AVX-512 register),
+// which the vectorised kernels rely on for the start of a fresh tensor.
+//
+// What it is not for: element types or shapes (the Tensor owns those).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "device.h"
+
+namespace ctrax {
+
+class Storage {
+ public:
+  // Allocates nbytes (uninitialised) on `device`. Throws ctrax::Error if the allocation
+  // fails or the device is unavailable.
+  Storage(size_t nbytes, Device device);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t nbytes_ = 0;
+  Device device_;
+};
+
+inline constexpr size_t kStorageAlignment = 64;
+
+}  // namespace ctrax

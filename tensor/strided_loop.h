@@ -1,0 +1,116 @@
+// strided_loop: the one loop nest behind every elementwise op, copy and cast.
+//
+// What it is for: walking N operands that share a logical shape (after broadcasting), each
+// with its own strides, without materialising copies. The caller supplies an inner kernel
+// that processes one run of `n` elements along the innermost dimension:
+//
+//     inner(std::array<char*, N> ptrs, std::array<int64_t, N> byte_strides, int64_t n)
+//
+// The kernel typically checks whether every stride equals its element size and then runs a
+// plain, vectorisable loop; otherwise it steps by the strides (a broadcast operand has
+// stride 0).
+//
+// Before looping, dimensions are coalesced: adjacent dims merge when every operand's
+// strides say they are one run of memory, and size-1 dims disappear. A contiguous tensor of
+// any rank therefore becomes a single run. Large loops are split across the thread pool by
+// linear element index; each element is written by exactly one chunk, so results do not
+// depend on the thread count.
+//
+// What it is not for: reductions (each output element sums many inputs; see ops/reduce.cpp).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+
+#include "../kernels/parallel.h"
+#include "shape.h"
+#include "tensor.h"
+
+namespace ctrax::detail {
+
+// Strides in bytes of `t` viewed at `out_shape` under broadcasting (0 on broadcast dims).
+inline Shape broadcast_byte_strides(const Tensor& t, const Shape& out_shape) {
+  Shape s = Shape::filled(out_shape.rank(), 0);
+  const int shift = out_shape.rank() - t.rank();
+  const int64_t es = static_cast<int64_t>(t.element_size());
+  for (int i = 0; i < t.rank(); ++i) {
+    const int64_t dim = t.shape()[i];
+    s[i + shift] = (dim == 1 && out_shape[i + shift] != 1) ? 0 : t.strides()[i] * es;
+  }
+  return s;
+}
+
+// Elements per chunk below which a loop stays on the calling thread.
+inline constexpr int64_t kElementwiseGrain = 1 << 15;
+
+template <size_t N, typename Inner>
+void strided_loop(const Shape& full_shape, std::array<char*, N> base, std::array<Shape, N> strides, Inner&& inner,
+                  int64_t grain = kElementwiseGrain) {
+  // ---- coalesce: drop size-1 dims, merge dims that are one run for every operand ----
+  int64_t dims[kMaxRank];
+  int64_t st[N][kMaxRank];
+  int rank = 0;
+  for (int d = 0; d < full_shape.rank(); ++d) {
+    if (full_shape[d] == 0) return;  // nothing to do
+    if (full_shape[d] == 1) continue;
+    bool merge = rank > 0;
+    for (size_t k = 0; k < N && merge; ++k) merge = st[k][rank - 1] == strides[k][d] * full_shape[d];
+    if (merge) {
+      dims[rank - 1] *= full_shape[d];
+      for (size_t k = 0; k < N; ++k) st[k][rank - 1] = strides[k][d];
+    } else {
+      dims[rank] = full_shape[d];
+      for (size_t k = 0; k < N; ++k) st[k][rank] = strides[k][d];
+      ++rank;
+    }
+  }
+  if (rank == 0) {  // a single element
+    dims[0] = 1;
+    for (size_t k = 0; k < N; ++k) st[k][0] = 0;
+    rank = 1;
+  }
+  int64_t total = 1;
+  for (int d = 0; d < rank; ++d) total *= dims[d];
+  const int64_t row = dims[rank - 1];
+  std::array<int64_t, N> inner_strides;
+  for (size_t k = 0; k < N; ++k) inner_strides[k] = st[k][rank - 1];
+
+  // Processes the linear element range [begin, end) in row-major order.
+  auto run_range = [&](int64_t begin, int64_t end) {
+    int64_t index[kMaxRank];
+    int64_t rest = begin;
+    for (int d = rank - 1; d >= 0; --d) {
+      index[d] = rest % dims[d];
+      rest /= dims[d];
+    }
+    std::array<char*, N> ptr;
+    for (size_t k = 0; k < N; ++k) {
+      int64_t off = 0;
+      for (int d = 0; d < rank; ++d) off += index[d] * st[k][d];
+      ptr[k] = base[k] + off;
+    }
+    int64_t pos = begin;
+    while (pos < end) {
+      const int64_t n = std::min(row - index[rank - 1], end - pos);
+      inner(ptr, inner_strides, n);
+      pos += n;
+      if (pos >= end) break;
+      // advance to the start of the next row: carry through the outer dims
+      for (size_t k = 0; k < N; ++k) ptr[k] += n * inner_strides[k];
+      index[rank - 1] += n;
+      for (int d = rank - 1; d > 0 && index[d] == dims[d]; --d) {
+        for (size_t k = 0; k < N; ++k) ptr[k] += st[k][d - 1] - dims[d] * st[k][d];
+        index[d] = 0;
+        ++index[d - 1];
+      }
+    }
+  };
+  if (total <= grain) {
+    run_range(0, total);
+  } else {
+    ctrax::kernels::parallel_for(total, grain, run_range);
+  }
+}
+
+}  // namespace ctrax::detail
