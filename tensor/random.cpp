@@ -1,0 +1,422 @@
+// Random numbers: the Philox-4x32-10 block function, key derivation and the samplers.
+// See random.h for the design (counter layout, why counter-based) and each sampler's maths.
+#include "random.h"
+
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numeric>
+#include <type_traits>
+
+#include "../kernels/parallel.h"
+
+namespace ctrax {
+
+// ---------------------------------------------------------------------------------------------
+// Philox-4x32-10
+// ---------------------------------------------------------------------------------------------
+//
+// One round maps the counter (x0, x1, x2, x3) under round key (k0, k1) to
+//   (hi(M1 * x2) ^ x1 ^ k0,  lo(M1 * x2),  hi(M0 * x0) ^ x3 ^ k1,  lo(M0 * x0))
+// where hi/lo are the upper/lower 32 bits of the 64-bit product. Between rounds the key is
+// bumped by the Weyl constants (k0 += W0, k1 += W1, mod 2^32). Ten rounds, the paper's
+// recommended count with a safety margin over the 7 that already pass BigCrush.
+//
+// Constants from the paper: the multipliers were chosen by the authors for good avalanche;
+// the Weyl increments are the first 32 bits of the golden ratio (0x9E3779B9) and of
+// sqrt(3) - 1 (0xBB67AE85).
+namespace {
+constexpr uint32_t kPhiloxM0 = 0xD2511F53u;
+constexpr uint32_t kPhiloxM1 = 0xCD9E8D57u;
+constexpr uint32_t kPhiloxW0 = 0x9E3779B9u;
+constexpr uint32_t kPhiloxW1 = 0xBB67AE85u;
+constexpr int kPhiloxRounds = 10;
+
+// Purposes (counter word 3); see random.h.
+constexpr uint32_t kPurposeSample = 0;
+constexpr uint32_t kPurposeSplit = 1;
+constexpr uint32_t kPurposeFoldIn = 2;
+
+// Elements per parallel chunk: one Philox block costs ~20 multiplies for 4 words, so a
+// chunk this size amortises the wake-up of a worker thread many times over.
+constexpr int64_t kRandomGrain = 1 << 14;
+}  // namespace
+
+std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> x, std::array<uint32_t, 2> k) {
+  for (int round = 0; round < kPhiloxRounds; ++round) {
+    if (round > 0) {
+      k[0] += kPhiloxW0;
+      k[1] += kPhiloxW1;
+    }
+    const uint64_t p0 = uint64_t{kPhiloxM0} * x[0];
+    const uint64_t p1 = uint64_t{kPhiloxM1} * x[2];
+    x = {static_cast<uint32_t>(p1 >> 32) ^ x[1] ^ k[0], static_cast<uint32_t>(p1),
+         static_cast<uint32_t>(p0 >> 32) ^ x[3] ^ k[1], static_cast<uint32_t>(p0)};
+  }
+  return x;
+}
+
+std::ostream& operator<<(std::ostream& out, const Key& key) {
+  char text[40];
+  std::snprintf(text, sizeof text, "Key(0x%08" PRIx32 ", 0x%08" PRIx32 ")", key.words()[0], key.words()[1]);
+  return out << text;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Key derivation
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+Key derive(Key parent, uint64_t index, uint32_t purpose) {
+  const auto out = philox4x32_10(
+      {static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32), 0u, purpose}, parent.words());
+  return Key(out[0], out[1]);
+}
+}  // namespace
+
+std::vector<Key> split(Key key, int n) {
+  CTRAX_REQUIRE(n >= 1, "split: n = ", n, " keys requested (expected n >= 1)");
+  std::vector<Key> children;
+  children.reserve(static_cast<size_t>(n));
+  for (int j = 0; j < n; ++j) children.push_back(derive(key, static_cast<uint64_t>(j), kPurposeSplit));
+  return children;
+}
+
+std::pair<Key, Key> split(Key key) {
+  return {derive(key, 0, kPurposeSplit), derive(key, 1, kPurposeSplit)};
+}
+
+Key fold_in(Key key, uint64_t data) { return derive(key, data, kPurposeFoldIn); }
+
+// ---------------------------------------------------------------------------------------------
+// The sample stream
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+// Sample bits of one key at one `attempt`: 32-bit draw i is word i % 4 of block i / 4, 64-bit
+// draw i is words 2(i % 2) and 2(i % 2) + 1 of block i / 2 (high word first). The last
+// block is cached, so walking consecutive draws costs one Philox call per block.
+class SampleBits {
+ public:
+  explicit SampleBits(Key key, uint32_t attempt = 0) : key_(key), attempt_(attempt) {}
+
+  uint32_t word32(uint64_t i) { return block(i / 4)[i % 4]; }
+  uint64_t word64(uint64_t i) {
+    const auto& w = block(i / 2);
+    const size_t first = 2 * (i % 2);
+    return (uint64_t{w[first]} << 32) | w[first + 1];
+  }
+
+ private:
+  const std::array<uint32_t, 4>& block(uint64_t b) {
+    if (!valid_ || b != cached_index_) {
+      words_ = philox4x32_10({static_cast<uint32_t>(b), static_cast<uint32_t>(b >> 32), attempt_, kPurposeSample},
+                             key_.words());
+      cached_index_ = b;
+      valid_ = true;
+    }
+    return words_;
+  }
+
+  Key key_;
+  uint32_t attempt_;
+  bool valid_ = false;
+  uint64_t cached_index_ = 0;
+  std::array<uint32_t, 4> words_{};
+};
+
+// 2^-bits, exact (bits <= 63).
+constexpr double two_pow_minus(int bits) { return 1.0 / static_cast<double>(uint64_t{1} << bits); }
+
+// u = k * 2^-bits for the top `bits` of a word: exactly representable, in [0, 1).
+inline double top_bits_unit(uint64_t word, int word_bits, int bits) {
+  return static_cast<double>(word >> (word_bits - bits)) * two_pow_minus(bits);
+}
+
+// Unbiased integer in [0, range) (range >= 1) from 64-bit draw `i`, Lemire's method: the high
+// half of w * range is floor(w * range / 2^64); the low half l tells whether w fell in one of
+// the 2^64 mod range "extra" slots (l < 2^64 mod range), which are redrawn at the next
+// attempt of the same draw index.
+__extension__ typedef unsigned __int128 uint128;
+uint64_t bounded(Key key, SampleBits& first_attempt, uint64_t i, uint64_t range) {
+  uint64_t w = first_attempt.word64(i);
+  uint128 m = static_cast<uint128>(w) * range;
+  uint64_t low = static_cast<uint64_t>(m);
+  if (low < range) {
+    const uint64_t threshold = (0 - range) % range;  // 2^64 mod range
+    for (uint32_t attempt = 1; low < threshold; ++attempt) {
+      w = SampleBits(key, attempt).word64(i);
+      m = static_cast<uint128>(w) * range;
+      low = static_cast<uint64_t>(m);
+    }
+  }
+  return static_cast<uint64_t>(m >> 64);
+}
+
+void require_valid_shape(const Shape& shape, const char* op) {
+  for (int i = 0; i < shape.rank(); ++i)
+    CTRAX_REQUIRE(shape[i] >= 0, op, ": shape ", shape, " has a negative dimension ", shape[i],
+                  " (expected sizes >= 0)");
+}
+
+void require_cpu_tensor(const Tensor& t, const char* op, const char* what) {
+  CTRAX_REQUIRE(t.defined(), op, ": ", what, " is an undefined tensor");
+  CTRAX_REQUIRE(t.device().is_cpu(), op, ": ", what, " is on ", t.device(), "; only CPU tensors are supported");
+}
+
+// Fills [0, n) by fill(begin, end), split across the pool for large n. Correct for any split
+// because every sampler computes element i from (key, i) alone.
+template <typename Fill>
+void fill_elements(int64_t n, Fill&& fill) {
+  if (n <= kRandomGrain) {
+    fill(0, n);
+  } else {
+    kernels::parallel_for(n, kRandomGrain, fill);
+  }
+}
+
+// double -> T without undefined behaviour: values beyond T's range become +-inf.
+template <typename T>
+T narrow_float(double x) {
+  if constexpr (std::is_same_v<T, float>) {
+    constexpr double kMax = std::numeric_limits<float>::max();
+    if (x > kMax) return std::numeric_limits<float>::infinity();
+    if (x < -kMax) return -std::numeric_limits<float>::infinity();
+  }
+  return static_cast<T>(x);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Samplers
+// ---------------------------------------------------------------------------------------------
+
+Tensor uniform(Key key, const Shape& shape, DType dtype, double lo, double hi) {
+  require_valid_shape(shape, "uniform");
+  CTRAX_REQUIRE(is_floating(dtype), "uniform: dtype ", dtype, " is not floating (expected float32 or float64)");
+  CTRAX_REQUIRE(std::isfinite(lo) && std::isfinite(hi) && lo < hi, "uniform: got lo = ", lo, ", hi = ", hi,
+                " (expected finite lo < hi)");
+  Tensor out(shape, dtype);
+  dispatch_floating(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T lo_t = narrow_float<T>(lo), hi_t = narrow_float<T>(hi);
+    CTRAX_REQUIRE(std::isfinite(static_cast<double>(lo_t)) && std::isfinite(static_cast<double>(hi_t)) &&
+                      lo_t < hi_t,
+                  "uniform: lo = ", lo, ", hi = ", hi, " are not finite with lo < hi once rounded to ", dtype);
+    const double lo_d = lo_t, hi_d = hi_t;
+    const double range = hi_d - lo_d;  // may overflow to inf for float64 near +-max
+    const T below_hi = std::nextafter(hi_t, lo_t);
+    T* data = out.data<T>();
+    fill_elements(out.numel(), [&](int64_t begin, int64_t end) {
+      SampleBits bits(key);
+      for (int64_t i = begin; i < end; ++i) {
+        const double u = std::is_same_v<T, float> ? top_bits_unit(bits.word32(i), 32, 24)
+                                                  : top_bits_unit(bits.word64(i), 64, 53);
+        // The affine form is monotone in u; the convex form only serves when hi - lo overflows.
+        const double x = std::isfinite(range) ? lo_d + u * range : lo_d * (1.0 - u) + hi_d * u;
+        T v = static_cast<T>(x);  // |x| <= max(|lo|, |hi|): in range
+        if (v >= hi_t) v = below_hi;
+        if (v < lo_t) v = lo_t;
+        data[i] = v;
+      }
+    });
+  });
+  return out;
+}
+
+Tensor normal(Key key, const Shape& shape, DType dtype, double mean, double stddev) {
+  require_valid_shape(shape, "normal");
+  CTRAX_REQUIRE(is_floating(dtype), "normal: dtype ", dtype, " is not floating (expected float32 or float64)");
+  CTRAX_REQUIRE(std::isfinite(mean) && std::isfinite(stddev) && stddev >= 0, "normal: got mean = ", mean,
+                ", stddev = ", stddev, " (expected finite values with stddev >= 0)");
+  Tensor out(shape, dtype);
+  constexpr double kTwoPi = 6.283185307179586476925286766559;
+  dispatch_floating(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* data = out.data<T>();
+    fill_elements(out.numel(), [&](int64_t begin, int64_t end) {
+      SampleBits bits(key);
+      for (int64_t i = begin; i < end; ++i) {
+        const uint64_t pair = static_cast<uint64_t>(i) / 2;
+        double u1, u2;  // u1 in (0, 1], u2 in [0, 1)
+        if constexpr (std::is_same_v<T, float>) {
+          u1 = (static_cast<double>(bits.word32(2 * pair)) + 1.0) * two_pow_minus(32);
+          u2 = top_bits_unit(bits.word32(2 * pair + 1), 32, 32);
+        } else {
+          u1 = (static_cast<double>(bits.word64(2 * pair) >> 11) + 1.0) * two_pow_minus(53);
+          u2 = top_bits_unit(bits.word64(2 * pair + 1), 64, 53);
+        }
+        const double r = std::sqrt(-2.0 * std::log(u1));
+        const double z = (i % 2 == 0) ? r * std::cos(kTwoPi * u2) : r * std::sin(kTwoPi * u2);
+        data[i] = narrow_float<T>(mean + stddev * z);
+      }
+    });
+  });
+  return out;
+}
+
+Tensor bernoulli(Key key, const Shape& shape, double p) {
+  require_valid_shape(shape, "bernoulli");
+  CTRAX_REQUIRE(p >= 0.0 && p <= 1.0, "bernoulli: probability p = ", p, " is outside [0, 1]");
+  Tensor out(shape, DType::boolean);
+  uint8_t* data = out.data<uint8_t>();
+  fill_elements(out.numel(), [&](int64_t begin, int64_t end) {
+    SampleBits bits(key);
+    for (int64_t i = begin; i < end; ++i)
+      data[i] = top_bits_unit(bits.word32(i), 32, 32) < p ? 1 : 0;
+  });
+  return out;
+}
+
+Tensor bernoulli(Key key, const Shape& shape, const Tensor& p) {
+  require_valid_shape(shape, "bernoulli");
+  require_cpu_tensor(p, "bernoulli", "the probability tensor p");
+  const Shape joint = broadcast_shapes(p.shape(), shape, "bernoulli");
+  CTRAX_REQUIRE(joint == shape, "bernoulli: probabilities of shape ", p.shape(), " do not broadcast to shape ",
+                shape);
+  const Tensor probs = p.to(DType::float64).contiguous();
+  const std::vector<double> values = probs.to_vector<double>();
+  for (size_t i = 0; i < values.size(); ++i)
+    CTRAX_REQUIRE(values[i] >= 0.0 && values[i] <= 1.0, "bernoulli: probability p = ", values[i],
+                  " at flat index ", i, " of p (shape ", p.shape(), ") is outside [0, 1]");
+  const Tensor expanded = probs.expand(shape).contiguous();
+  const double* pd = expanded.data<double>();
+  Tensor out(shape, DType::boolean);
+  uint8_t* data = out.data<uint8_t>();
+  fill_elements(out.numel(), [&](int64_t begin, int64_t end) {
+    SampleBits bits(key);
+    for (int64_t i = begin; i < end; ++i)
+      data[i] = top_bits_unit(bits.word32(i), 32, 32) < pd[i] ? 1 : 0;
+  });
+  return out;
+}
+
+Tensor bernoulli(Key key, const Tensor& p) {
+  require_cpu_tensor(p, "bernoulli", "the probability tensor p");
+  return bernoulli(key, p.shape(), p);
+}
+
+Tensor categorical(Key key, const Tensor& logits, int axis, std::optional<Shape> shape) {
+  require_cpu_tensor(logits, "categorical", "logits");
+  CTRAX_REQUIRE(is_floating(logits.dtype()), "categorical: logits have dtype ", logits.dtype(),
+                " (expected float32 or float64 unnormalised log-probabilities)");
+  CTRAX_REQUIRE(logits.rank() >= 1, "categorical: logits have rank 0 (expected rank >= 1 with a category axis)");
+  const int ax = normalize_axis(axis, logits.rank(), "categorical");
+  const int64_t categories = logits.shape()[ax];
+  CTRAX_REQUIRE(categories >= 1, "categorical: logits of shape ", logits.shape(), " have no categories along axis ",
+                axis);
+
+  // Move the category axis last: rows of `table` are the distributions.
+  std::vector<int> order;
+  for (int d = 0; d < logits.rank(); ++d)
+    if (d != ax) order.push_back(d);
+  order.push_back(ax);
+  const Tensor table = logits.permute(order).to(DType::float64).contiguous();
+  Shape batch = table.shape();
+  batch.erase(batch.rank() - 1);
+
+  Shape out_shape = batch;
+  if (shape) {
+    require_valid_shape(*shape, "categorical");
+    const Shape joint = broadcast_shapes(batch, *shape, "categorical");
+    CTRAX_REQUIRE(joint == *shape, "categorical: the batch shape ", batch, " of logits ", logits.shape(),
+                  " (axis ", axis, " removed) does not broadcast to the requested shape ", *shape);
+    out_shape = *shape;
+  }
+
+  // Every row needs a distribution: no NaN, and at least one logit above -inf.
+  const double* rows = table.data<double>();
+  const int64_t row_count = batch.numel();
+  for (int64_t r = 0; r < row_count; ++r) {
+    bool has_mass = false;
+    for (int64_t j = 0; j < categories; ++j) {
+      const double v = rows[r * categories + j];
+      CTRAX_REQUIRE(!std::isnan(v), "categorical: logits contain NaN (row ", r, ", category ", j, ")");
+      has_mass = has_mass || v > -std::numeric_limits<double>::infinity();
+    }
+    CTRAX_REQUIRE(has_mass, "categorical: every logit of row ", r, " is -inf (no category can be sampled)");
+  }
+
+  Tensor out(out_shape, DType::int64);
+  const int64_t n = out.numel();
+  CTRAX_REQUIRE(n == 0 || n <= std::numeric_limits<int64_t>::max() / categories, "categorical: ", n,
+                " samples of ", categories, " categories overflow the draw counter");
+  // Row of sample o: the batch index broadcast into out_shape (zero strides on new or size-1 dims).
+  Shape row_strides = Shape::filled(out_shape.rank(), 0);
+  const Shape batch_strides = contiguous_strides(batch);
+  const int shift = out_shape.rank() - batch.rank();
+  for (int d = 0; d < batch.rank(); ++d) row_strides[d + shift] = batch[d] == 1 ? 0 : batch_strides[d];
+  int64_t* data = out.data<int64_t>();
+  fill_elements(n, [&](int64_t begin, int64_t end) {
+    SampleBits bits(key);
+    for (int64_t o = begin; o < end; ++o) {
+      int64_t row = 0;
+      for (int64_t d = out_shape.rank() - 1, rest = o; d >= 0; --d) {
+        row += (rest % out_shape[d]) * row_strides[d];
+        rest /= out_shape[d];
+      }
+      const double* logit = rows + row * categories;
+      double best = -std::numeric_limits<double>::infinity();
+      int64_t best_index = -1;
+      for (int64_t j = 0; j < categories; ++j) {
+        // u in (0, 1): the +0.5 keeps both log()s finite.
+        const double u = (static_cast<double>(bits.word64(static_cast<uint64_t>(o * categories + j)) >> 11) + 0.5) *
+                         two_pow_minus(53);
+        const double score = logit[j] - std::log(-std::log(u));
+        if (score > best) {
+          best = score;
+          best_index = j;
+        }
+      }
+      CTRAX_CHECK(best_index >= 0, "row ", row, " had no finite logit after validation");
+      data[o] = best_index;
+    }
+  });
+  return out;
+}
+
+Tensor permutation(Key key, int64_t n) {
+  CTRAX_REQUIRE(n >= 0, "permutation: n = ", n, " (expected n >= 0)");
+  Tensor out(Shape{n}, DType::int64);
+  int64_t* data = out.data<int64_t>();
+  std::iota(data, data + n, int64_t{0});
+  // Fisher-Yates is sequential, but still a pure function of (key, n).
+  SampleBits bits(key);
+  for (int64_t i = n - 1; i >= 1; --i) {
+    const auto j = static_cast<int64_t>(bounded(key, bits, static_cast<uint64_t>(i), static_cast<uint64_t>(i) + 1));
+    std::swap(data[i], data[j]);
+  }
+  return out;
+}
+
+Tensor randint(Key key, const Shape& shape, int64_t lo, int64_t hi, DType dtype) {
+  require_valid_shape(shape, "randint");
+  CTRAX_REQUIRE(is_integer(dtype), "randint: dtype ", dtype, " is not an integer dtype (expected int32 or int64)");
+  CTRAX_REQUIRE(lo < hi, "randint: got lo = ", lo, ", hi = ", hi, " (expected lo < hi)");
+  if (dtype == DType::int32)
+    CTRAX_REQUIRE(lo >= std::numeric_limits<int32_t>::min() && hi - 1 <= std::numeric_limits<int32_t>::max(),
+                  "randint: [", lo, ", ", hi, ") does not fit in int32");
+  // Wrapping unsigned arithmetic gives the exact width even for [INT64_MIN, INT64_MAX).
+  const uint64_t range = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
+  Tensor out(shape, dtype);
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>) {
+      T* data = out.data<T>();
+      fill_elements(out.numel(), [&](int64_t begin, int64_t end) {
+        SampleBits bits(key);
+        for (int64_t i = begin; i < end; ++i) {
+          const uint64_t offset = bounded(key, bits, static_cast<uint64_t>(i), range);
+          // lo + offset < hi fits in T; the unsigned sum converts back modulo 2^64 (C++20).
+          data[i] = static_cast<T>(static_cast<int64_t>(static_cast<uint64_t>(lo) + offset));
+        }
+      });
+    }
+  });
+  return out;
+}
+
+}  // namespace ctrax
