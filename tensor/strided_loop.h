@@ -84,23 +84,27 @@ void strided_loop(const Shape& full_shape, std::array<char*, N> base, std::array
       index[d] = rest % dims[d];
       rest /= dims[d];
     }
-    std::array<char*, N> ptr;
+    // Byte offsets rather than pointers: between rows an offset may step outside the
+    // operand before the carry brings it back, which is fine for an integer but would be
+    // undefined behaviour for a pointer.
+    std::array<int64_t, N> off;
     for (size_t k = 0; k < N; ++k) {
-      int64_t off = 0;
-      for (int d = 0; d < rank; ++d) off += index[d] * st[k][d];
-      ptr[k] = base[k] + off;
+      off[k] = 0;
+      for (int d = 0; d < rank; ++d) off[k] += index[d] * st[k][d];
     }
     int64_t pos = begin;
     while (pos < end) {
       const int64_t n = std::min(row - index[rank - 1], end - pos);
+      std::array<char*, N> ptr;
+      for (size_t k = 0; k < N; ++k) ptr[k] = base[k] + off[k];
       inner(ptr, inner_strides, n);
       pos += n;
       if (pos >= end) break;
       // advance to the start of the next row: carry through the outer dims
-      for (size_t k = 0; k < N; ++k) ptr[k] += n * inner_strides[k];
+      for (size_t k = 0; k < N; ++k) off[k] += n * inner_strides[k];
       index[rank - 1] += n;
       for (int d = rank - 1; d > 0 && index[d] == dims[d]; --d) {
-        for (size_t k = 0; k < N; ++k) ptr[k] += st[k][d - 1] - dims[d] * st[k][d];
+        for (size_t k = 0; k < N; ++k) off[k] += st[k][d - 1] - dims[d] * st[k][d];
         index[d] = 0;
         ++index[d - 1];
       }

@@ -6,9 +6,12 @@
 #include <limits>
 #include <type_traits>
 
+#include "convert.h"
 #include "strided_loop.h"
 
 namespace ctrax {
+
+using detail::convert;
 
 // ---------------------------------------------------------------------------------------------
 // Construction and properties
@@ -49,9 +52,10 @@ void Tensor::require_defined(const char* op) const {
 int64_t Tensor::size(int axis) const { return shape_[normalize_axis(axis, rank(), "Tensor::size")]; }
 
 bool Tensor::is_contiguous() const {
+  for (int i = 0; i < rank(); ++i)
+    if (shape_[i] == 0) return true;  // no elements: any strides describe the same (empty) layout
   int64_t expected = 1;
   for (int i = rank() - 1; i >= 0; --i) {
-    if (shape_[i] == 0) return true;
     if (shape_[i] != 1 && strides_[i] != expected) return false;
     expected *= shape_[i];
   }
@@ -67,9 +71,10 @@ template <typename T>
 T Tensor::item() const {
   require_defined("Tensor::item");
   CTRAX_REQUIRE(numel() == 1, "Tensor::item: expected a tensor with one element, got shape ", shape_);
+  using Stored = typename dtype_traits<dtype_of<T>()>::type;
   return dispatch_dtype(dtype_, [&](auto tag) -> T {
     using S = decltype(tag);
-    return static_cast<T>(*static_cast<const S*>(raw_data()));
+    return static_cast<T>(convert<Stored>(*static_cast<const S*>(raw_data())));
   });
 }
 
@@ -111,7 +116,8 @@ Shape infer_shape(const Shape& requested, int64_t numel, const Shape& from, cons
       inferred = i;
     } else {
       CTRAX_REQUIRE(shape[i] >= 0, op, ": invalid dimension ", shape[i], " in ", requested);
-      known *= shape[i];
+      CTRAX_REQUIRE(!__builtin_mul_overflow(known, shape[i], &known), op, ": the dimensions of ", requested,
+                    " overflow int64");
     }
   }
   if (inferred >= 0) {
@@ -119,8 +125,9 @@ Shape infer_shape(const Shape& requested, int64_t numel, const Shape& from, cons
                   " elements) into ", requested);
     shape[inferred] = numel / known;
   }
-  CTRAX_REQUIRE(shape.numel() == numel, op, ": cannot reshape ", from, " (", numel, " elements) into ",
-                requested, " (", shape.numel(), " elements)");
+  const int64_t count = inferred >= 0 ? known * shape[inferred] : known;
+  CTRAX_REQUIRE(count == numel, op, ": cannot reshape ", from, " (", numel, " elements) into ", requested, " (",
+                count, " elements)");
   return shape;
 }
 
@@ -224,6 +231,7 @@ Tensor Tensor::transpose(int axis0, int axis1) const {
 }
 
 Tensor Tensor::mT() const {
+  require_defined("mT");
   CTRAX_REQUIRE(rank() >= 2, "mT: expected a tensor of rank >= 2, got shape ", shape_);
   return transpose(-2, -1);
 }
@@ -238,10 +246,10 @@ Tensor Tensor::slice(int axis, int64_t start, int64_t stop, int64_t step) const 
     return i < 0 ? 0 : (i > n ? n : i);
   };
   const int64_t b = clamp(start), e = clamp(stop);
-  const int64_t count = e > b ? (e - b + step - 1) / step : 0;
+  const int64_t count = e > b ? (e - b - 1) / step + 1 : 0;  // ceil without overflow
   Shape shape = shape_, strides = strides_;
   shape[a] = count;
-  strides[a] = strides_[a] * step;
+  strides[a] = count > 1 ? strides_[a] * step : strides_[a];  // a huge step with one element must not overflow
   return Tensor(storage_, shape, strides, offset_ + (count > 0 ? b * strides_[a] : 0), dtype_);
 }
 
@@ -328,22 +336,6 @@ Tensor Tensor::flatten(int start_axis, int end_axis) const {
 // ---------------------------------------------------------------------------------------------
 
 namespace {
-// Converts one value between stored types. Floating to integer truncates toward zero and
-// saturates at the integer range; NaN becomes 0 (a plain cast would be undefined behaviour).
-template <typename To, typename From>
-inline To convert(From v) {
-  if constexpr (std::is_same_v<To, uint8_t>) {
-    return v != From(0) ? 1 : 0;
-  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
-    if (std::isnan(v)) return 0;
-    if (v <= static_cast<From>(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();
-    if (v >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
-    return static_cast<To>(v);
-  } else {
-    return static_cast<To>(v);
-  }
-}
-
 template <typename To, typename From>
 void convert_run(char* out, const char* in, int64_t so, int64_t si, int64_t n) {
   if (so == sizeof(To) && si == sizeof(From)) {
@@ -366,6 +358,12 @@ void Tensor::copy_(const Tensor& src) {
   src.require_defined("copy_");
   CTRAX_REQUIRE(device().is_cpu() && src.device().is_cpu(), "copy_: only cpu tensors are supported, got ",
                 src.device(), " -> ", device());
+  // Source and destination in one storage may overlap: copy through a temporary so the
+  // result is as if src were read completely before anything is written (NumPy semantics).
+  if (src.shares_storage_with(*this)) {
+    copy_(src.clone());
+    return;
+  }
   // Broadcast src to our shape (throws with both shapes when impossible).
   const Tensor s = src.expand(shape_);
   std::array<char*, 2> base{static_cast<char*>(raw_data()), static_cast<char*>(s.raw_data())};
@@ -451,6 +449,8 @@ Tensor arange(double start, double stop, double step, DType dtype) {
                 "arange: expected finite start, stop and a nonzero step, got start=", start, " stop=", stop,
                 " step=", step);
   const double count_d = std::ceil((stop - start) / step);
+  CTRAX_REQUIRE(count_d <= static_cast<double>(int64_t{1} << 46), "arange: ", count_d, " elements (start=", start,
+                " stop=", stop, " step=", step, ") is too many");
   const int64_t count = count_d > 0 ? static_cast<int64_t>(count_d) : 0;
   Tensor t(Shape{count}, dtype);
   dispatch_dtype(dtype, [&](auto tag) {
@@ -496,7 +496,7 @@ Tensor from_buffer(const T* data, const Shape& shape) {
   Stored* p = static_cast<Stored*>(t.raw_data());
   const int64_t n = shape.numel();
   CTRAX_REQUIRE(n == 0 || data != nullptr, "from_buffer: null data pointer for shape ", shape);
-  for (int64_t i = 0; i < n; ++i) p[i] = static_cast<Stored>(data[i]);
+  for (int64_t i = 0; i < n; ++i) p[i] = convert<Stored>(data[i]);
   return t;
 }
 

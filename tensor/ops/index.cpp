@@ -1,0 +1,265 @@
+// Indexing ops: one_hot, take_along_axis (gather), index_select, scatter_add.
+//
+// What it is for: reading and writing elements at positions given by an integer tensor.
+// Every gather here is one pass of the broadcasting strided loop (strided_loop.h) over the
+// output with three operands: the output, the index tensor, and x viewed with stride 0 on
+// the gathered axis. The kernel then adds index * (x's real stride on that axis) to the x
+// pointer, so x and index broadcast against each other without being copied.
+//
+// What it is not for: boolean masks (use where) or slicing by ranges (Tensor::slice).
+//
+// Index rules shared by the ops below: indices are int32 or int64 tensors (anything else is
+// an error naming the dtype); take_along_axis, index_select and scatter_add accept
+// i in [-n, n) for an axis of size n, a negative i counting from the end; anything else
+// throws naming the op, the index, the axis and its size. one_hot instead maps
+// out-of-range indices to an all-zero row (jax.nn.one_hot).
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "../ops.h"
+#include "../strided_loop.h"
+
+namespace ctrax {
+
+namespace {
+
+void require_cpu_input(const Tensor& t, const char* op, const char* what) {
+  CTRAX_REQUIRE(t.defined(), op, ": ", what, " is undefined (default-constructed)");
+  CTRAX_REQUIRE(t.device().is_cpu(), op, ": ", what, " is on ", t.device(),
+                " (only cpu tensors are supported)");
+}
+
+void require_index_dtype(const Tensor& index, const char* op) {
+  CTRAX_REQUIRE(is_integer(index.dtype()), op, ": indices must be int32 or int64, got ", index.dtype());
+}
+
+// Calls f with an int32_t or int64_t tag matching the index dtype.
+template <typename F>
+void dispatch_index(DType dtype, F&& f) {
+  if (dtype == DType::int32) f(int32_t{});
+  else f(int64_t{});
+}
+
+// Maps index i in [-n, n) to [0, n); anything else throws naming the op, i, the axis and n.
+inline int64_t resolve_index(int64_t i, int64_t n, int axis, const char* op) {
+  const int64_t resolved = i < 0 ? i + n : i;
+  if (resolved < 0 || resolved >= n) [[unlikely]] {
+    CTRAX_THROW(op, ": index ", i, " is out of range for axis ", axis, " of size ", n,
+                " (expected an index in [", -n, ", ", n - 1, "])");
+  }
+  return resolved;
+}
+
+// Byte strides of x seen through out_shape (broadcast dims read stride 0), with the gathered
+// axis also at stride 0: the kernel supplies that axis' offset from the index.
+Shape gather_source_strides(const Tensor& x, const Shape& out_shape, int axis) {
+  Shape strides = detail::broadcast_byte_strides(x, out_shape);
+  strides[axis] = 0;
+  return strides;
+}
+
+// out[p] = x[p with its `axis` coordinate replaced by index[p]], where x (except on `axis`)
+// and index broadcast to out_shape. The shared core of take_along_axis and index_select.
+Tensor gather_core(const Tensor& x, const Tensor& index, int axis, const Shape& out_shape, const char* op) {
+  Tensor out(out_shape, x.dtype());
+  const int64_t n = x.shape()[axis];
+  const int64_t axis_stride = x.strides()[axis] * static_cast<int64_t>(x.element_size());
+  std::array<char*, 3> base{static_cast<char*>(out.raw_data()), static_cast<char*>(index.raw_data()),
+                            static_cast<char*>(x.raw_data())};
+  std::array<Shape, 3> strides{detail::broadcast_byte_strides(out, out_shape),
+                               detail::broadcast_byte_strides(index, out_shape),
+                               gather_source_strides(x, out_shape, axis)};
+  dispatch_dtype(x.dtype(), [&](auto value_tag) {
+    using T = decltype(value_tag);
+    dispatch_index(index.dtype(), [&](auto index_tag) {
+      using I = decltype(index_tag);
+      detail::strided_loop<3>(out_shape, base, strides, [&](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t count) {
+        for (int64_t k = 0; k < count; ++k) {
+          const int64_t j = resolve_index(*reinterpret_cast<const I*>(p[1] + k * s[1]), n, axis, op);
+          *reinterpret_cast<T*>(p[0] + k * s[0]) = *reinterpret_cast<const T*>(p[2] + k * s[2] + j * axis_stride);
+        }
+      });
+    });
+  });
+  return out;
+}
+
+// a + b; integers wrap around on overflow (two's complement, as NumPy) instead of the
+// undefined behaviour of signed overflow.
+template <typename T>
+inline T wrapping_add(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+  } else {
+    return a + b;
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// one_hot
+// ---------------------------------------------------------------------------------------------
+
+Tensor one_hot(const Tensor& indices, int64_t depth, DType dtype) {
+  require_cpu_input(indices, "one_hot", "indices");
+  require_index_dtype(indices, "one_hot");
+  CTRAX_REQUIRE(depth >= 0, "one_hot: depth must be >= 0, got ", depth);
+  CTRAX_REQUIRE(indices.rank() < kMaxRank, "one_hot: indices of shape ", indices.shape(),
+                " would give a result of rank ", indices.rank() + 1, " (the maximum rank is ", kMaxRank, ")");
+  Shape out_shape = indices.shape();
+  out_shape.push_back(depth);
+  Tensor out = zeros(out_shape, dtype);
+  if (depth == 0) return out;
+  // One pass over the indices; the output operand steps one row (depth elements) per index
+  // and the kernel writes the single 1 of that row.
+  const int64_t element = static_cast<int64_t>(dtype_size(dtype));
+  Shape out_strides = contiguous_strides(indices.shape());
+  for (int d = 0; d < out_strides.rank(); ++d) out_strides[d] *= depth * element;
+  std::array<char*, 2> base{static_cast<char*>(out.raw_data()), static_cast<char*>(indices.raw_data())};
+  std::array<Shape, 2> strides{out_strides, detail::broadcast_byte_strides(indices, indices.shape())};
+  dispatch_dtype(dtype, [&](auto value_tag) {
+    using T = decltype(value_tag);
+    dispatch_index(indices.dtype(), [&](auto index_tag) {
+      using I = decltype(index_tag);
+      detail::strided_loop<2>(indices.shape(), base, strides, [&](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t count) {
+        for (int64_t k = 0; k < count; ++k) {
+          const int64_t j = *reinterpret_cast<const I*>(p[1] + k * s[1]);
+          if (j >= 0 && j < depth) *reinterpret_cast<T*>(p[0] + k * s[0] + j * element) = T(1);
+        }
+      });
+    });
+  });
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// take_along_axis and index_select
+// ---------------------------------------------------------------------------------------------
+
+Tensor take_along_axis(const Tensor& x, const Tensor& index, int axis) {
+  const char* op = "take_along_axis";
+  require_cpu_input(x, op, "x");
+  require_cpu_input(index, op, "index");
+  require_index_dtype(index, op);
+  CTRAX_REQUIRE(index.rank() == x.rank(), op, ": index of shape ", index.shape(), " must have the rank of x ",
+                x.shape(), " (got rank ", index.rank(), ", expected ", x.rank(), ")");
+  const int a = normalize_axis(axis, x.rank(), op);
+  // NumPy: the result takes index's length on `axis`; elsewhere x and index broadcast.
+  Shape out_shape = index.shape();
+  for (int d = 0; d < x.rank(); ++d) {
+    if (d == a) continue;
+    const int64_t dx = x.shape()[d], di = index.shape()[d];
+    CTRAX_REQUIRE(dx == di || dx == 1 || di == 1, op, ": x of shape ", x.shape(), " and index of shape ",
+                  index.shape(), " do not broadcast on axis ", d, " (", dx, " vs ", di, "; expected equal sizes or 1)");
+    out_shape[d] = dx == 1 ? di : dx;
+  }
+  return gather_core(x, index, a, out_shape, op);
+}
+
+Tensor index_select(const Tensor& x, int axis, const Tensor& indices) {
+  const char* op = "index_select";
+  require_cpu_input(x, op, "x");
+  require_cpu_input(indices, op, "indices");
+  require_index_dtype(indices, op);
+  CTRAX_REQUIRE(indices.rank() == 1, op, ": indices must be 1-D, got shape ", indices.shape());
+  const int a = normalize_axis(axis, x.rank(), op);
+  const int64_t n = x.shape()[a], m = indices.shape()[0];
+  Shape out_shape = x.shape();
+  out_shape[a] = m;
+  // Every index is checked (even when the result is empty) before anything is written.
+  std::vector<int64_t> picks(static_cast<size_t>(m));
+  dispatch_index(indices.dtype(), [&](auto index_tag) {
+    using I = decltype(index_tag);
+    const I* p = static_cast<const I*>(indices.raw_data());
+    const int64_t s = indices.strides()[0];
+    for (int64_t j = 0; j < m; ++j) picks[j] = resolve_index(p[j * s], n, a, op);
+  });
+
+  if (!x.is_contiguous()) {
+    // General case: the take_along_axis core with the indices laid along `axis`, i.e. shape
+    // [1, .., m, .., 1], broadcasting over every other axis of x.
+    Shape index_shape = Shape::filled(x.rank(), 1);
+    index_shape[a] = m;
+    return gather_core(x, indices.reshape(index_shape), a, out_shape, op);
+  }
+  // Contiguous x (picking minibatch rows, embedding lookups): each pick is one block of
+  // `block` bytes, copied with memcpy.
+  Tensor out(out_shape, x.dtype());
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < a; ++d) outer *= x.shape()[d];
+  for (int d = a + 1; d < x.rank(); ++d) inner *= x.shape()[d];
+  const size_t block = static_cast<size_t>(inner) * x.element_size();
+  if (block == 0 || m == 0) return out;
+  const char* src = static_cast<const char*>(x.raw_data());
+  char* dst = static_cast<char*>(out.raw_data());
+  for (int64_t o = 0; o < outer; ++o) {
+    const char* src_row = src + static_cast<size_t>(o * n) * block;
+    for (int64_t j = 0; j < m; ++j, dst += block) std::memcpy(dst, src_row + static_cast<size_t>(picks[j]) * block, block);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// scatter_add
+// ---------------------------------------------------------------------------------------------
+
+// Choices (ops.h leaves them open): src's dtype must promote to x's (int32 into float32 is
+// fine, float64 into float32 is not: that would silently lose precision); bool x is an error
+// (no arithmetic on bool). Off `axis`, index may be shorter than x (as torch.scatter_add):
+// positions of x beyond index's extent are left unchanged. The loop runs serially in
+// row-major order of src, so duplicate targets accumulate in increasing position of src and
+// the result is the same on every run and thread count.
+Tensor scatter_add(const Tensor& x, int axis, const Tensor& index, const Tensor& src) {
+  const char* op = "scatter_add";
+  require_cpu_input(x, op, "x");
+  require_cpu_input(index, op, "index");
+  require_cpu_input(src, op, "src");
+  require_index_dtype(index, op);
+  CTRAX_REQUIRE(!is_bool(x.dtype()), op, ": x has dtype bool, which has no addition (cast it first)");
+  CTRAX_REQUIRE(promote_types(x.dtype(), src.dtype()) == x.dtype(), op, ": src of dtype ", src.dtype(),
+                " cannot be added into x of dtype ", x.dtype(), " without losing precision (expected a dtype that promotes to ",
+                x.dtype(), ")");
+  CTRAX_REQUIRE(index.shape() == src.shape(), op, ": index of shape ", index.shape(), " and src of shape ",
+                src.shape(), " must have the same shape");
+  CTRAX_REQUIRE(index.rank() == x.rank(), op, ": index of shape ", index.shape(), " must have the rank of x ",
+                x.shape(), " (got rank ", index.rank(), ", expected ", x.rank(), ")");
+  const int a = normalize_axis(axis, x.rank(), op);
+  for (int d = 0; d < x.rank(); ++d)
+    CTRAX_REQUIRE(d == a || index.shape()[d] <= x.shape()[d], op, ": index of shape ", index.shape(),
+                  " is larger than x of shape ", x.shape(), " on axis ", d, " (expected at most ", x.shape()[d], ")");
+
+  Tensor out = x.clone();
+  const Tensor addend = src.to(x.dtype());
+  const int64_t n = x.shape()[a];
+  const int64_t axis_stride = out.strides()[a] * static_cast<int64_t>(out.element_size());
+  const Shape& loop_shape = index.shape();
+  std::array<char*, 3> base{static_cast<char*>(out.raw_data()), static_cast<char*>(index.raw_data()),
+                            static_cast<char*>(addend.raw_data())};
+  Shape out_strides = Shape::filled(x.rank(), 0);
+  for (int d = 0; d < x.rank(); ++d) out_strides[d] = d == a ? 0 : out.strides()[d] * static_cast<int64_t>(out.element_size());
+  std::array<Shape, 3> strides{out_strides, detail::broadcast_byte_strides(index, loop_shape),
+                               detail::broadcast_byte_strides(addend, loop_shape)};
+  // grain = max: never split across threads, which keeps the accumulation order fixed and
+  // avoids two threads adding into the same element.
+  constexpr int64_t kSerial = std::numeric_limits<int64_t>::max();
+  dispatch_dtype(x.dtype(), [&](auto value_tag) {
+    using T = decltype(value_tag);
+    dispatch_index(index.dtype(), [&](auto index_tag) {
+      using I = decltype(index_tag);
+      detail::strided_loop<3>(loop_shape, base, strides, [&](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t count) {
+        for (int64_t k = 0; k < count; ++k) {
+          const int64_t j = resolve_index(*reinterpret_cast<const I*>(p[1] + k * s[1]), n, a, op);
+          T& target = *reinterpret_cast<T*>(p[0] + k * s[0] + j * axis_stride);
+          target = wrapping_add(target, *reinterpret_cast<const T*>(p[2] + k * s[2]));
+        }
+      }, kSerial);
+    });
+  });
+  return out;
+}
+
+}  // namespace ctrax
