@@ -119,7 +119,10 @@ inline Tensor operator/(Scalar a, const Tensor& b) { return div(a, b); }
 // max/min keep the dtype.
 Tensor sum(const Tensor& x, const std::vector<int>& axes = {}, bool keepdims = false);
 Tensor mean(const Tensor& x, const std::vector<int>& axes = {}, bool keepdims = false);
-// Variance with `correction` (0: population, 1: Bessel's); mean of squared deviations.
+// Variance with `correction` (0: population, 1: Bessel's): sum of squared deviations from
+// the mean divided by (n - correction), computed in two passes. NaN when n - correction <= 0
+// (as NumPy and PyTorch); a negative correction throws. Reducing over axis 0 of a rank-0
+// tensor throws; empty axes on a rank-0 tensor return the element (NumPy).
 Tensor var(const Tensor& x, const std::vector<int>& axes = {}, bool keepdims = false, int64_t correction = 0);
 Tensor std(const Tensor& x, const std::vector<int>& axes = {}, bool keepdims = false, int64_t correction = 0);
 Tensor max(const Tensor& x, const std::vector<int>& axes = {}, bool keepdims = false);  // NaN propagates
@@ -160,13 +163,17 @@ inline Tensor gather(const Tensor& x, const Tensor& index, int axis) { return ta
 Tensor index_select(const Tensor& x, int axis, const Tensor& indices);
 // A copy of x with src added at positions given by index along `axis`:
 // out[i][index[i][j][k]][k] += src[i][j][k] (axis 1). index and src have the same shape;
-// duplicates accumulate in order of increasing position.
+// duplicates accumulate in order of increasing position. On the non-axis dims index may be
+// smaller than x (as torch.scatter_add). src must promote to x's dtype (float64 into float32
+// is an error); integer overflow wraps.
 Tensor scatter_add(const Tensor& x, int axis, const Tensor& index, const Tensor& src);
 
 // ---- Joining and rearranging ------------------------------------------------------------------
 Tensor concatenate(const std::vector<Tensor>& xs, int axis = 0);
 Tensor stack(const std::vector<Tensor>& xs, int axis = 0);
 // Splits into `sections` equal parts (the size must divide), or at the given sizes.
+// The parts are fresh contiguous copies, not views. Inputs of concatenate/stack are
+// promoted to a common dtype with promote_types().
 std::vector<Tensor> split(const Tensor& x, int64_t sections, int axis = 0);
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int axis = 0);
 // Constant padding: widths[i] = {before, after} for axis i (one pair per axis).
@@ -174,13 +181,17 @@ Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& widt
 Tensor flip(const Tensor& x, const std::vector<int>& axes);
 
 // ---- Scans ------------------------------------------------------------------------------------
-// Running sum along `axis`; with reverse, y[t] = sum_{s >= t} x[s].
+// Running sum along `axis`; with reverse, y[t] = sum_{s >= t} x[s]. Integer and bool
+// inputs give int64 (like sum); floating inputs keep their dtype.
 Tensor cumsum(const Tensor& x, int axis, bool reverse = false);
 // Discounted reverse cumulative sum (returns): y[t] = x[t] + discount * y[t + 1].
+// Floating result (integer inputs give float32); the discount must be finite.
 Tensor discounted_cumsum(const Tensor& x, int axis, double discount);
 
 // ---- Sorting ----------------------------------------------------------------------------------
-// Stable; NaN sorts last (ascending) as NumPy.
+// Stable; NaN sorts last (ascending) as NumPy. Descending treats NaN as the largest value
+// (first) and still keeps equal elements in their original order, so it is not the exact
+// reverse of ascending; topk(largest) follows the same rule, ties going to the lower index.
 Tensor sort(const Tensor& x, int axis = -1, bool descending = false);
 Tensor argsort(const Tensor& x, int axis = -1, bool descending = false);  // int64
 // The k largest (or smallest) along `axis`, in order, with their int64 indices.
