@@ -132,7 +132,7 @@ TEST_CASE("random: split follows the documented derivation and gives distinct ke
   CHECK_FALSE(same_values<float>(ua, up));
 }
 
-TEST_CASE("random: fold_in follows the documented derivation; distinct data give distinct keys") {
+TEST_CASE("random: fold_in follows the documented derivation, distinct data give distinct keys") {
   const Key key(123);
   const uint64_t data = 0x1122334455667788ULL;
   const auto out = philox4x32_10({0x55667788u, 0x11223344u, 0, 2}, key.words());
@@ -168,7 +168,7 @@ TEST_CASE("random: uniform float32 element i is the top 24 bits of 32-bit draw i
   }
 }
 
-TEST_CASE("random: same key same result; element i depends only on (key, i)") {
+TEST_CASE("random: same key same result, element i depends only on (key, i)") {
   const Key key(5);
   CHECK(same_values<float>(uniform(key, {3, 4}), uniform(key, {3, 4})));
   CHECK(same_values<double>(normal(key, {7}, DType::float64), normal(key, {7}, DType::float64)));
@@ -337,7 +337,7 @@ TEST_CASE("random: categorical axis, batch broadcasting and non-contiguous logit
   CHECK(categorical(Key(1), tensor<float>({0.f, 1.f})).rank() == 0);
 }
 
-TEST_CASE("random: permutation is a permutation; all 3! orders appear") {
+TEST_CASE("random: permutation is a permutation, all 3! orders appear") {
   for (int64_t n : {0, 1, 2, 10, 1000}) {
     const Tensor p = permutation(Key(41), n);
     CHECK(p.dtype() == DType::int64);

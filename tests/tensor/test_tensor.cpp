@@ -2,7 +2,7 @@
 // every view (checked against reference index arithmetic and for sharing storage), copies,
 // conversions, and every misuse that must throw ctrax::Error.
 //
-// The cases named "tensor: [review] ..." pin down defects found in review of tensor.cpp
+// The cases named "tensor: review - ..." pin down defects found in review of tensor.cpp
 // (several only showed under ASan/UBSan); they guard the fixes.
 #include <cmath>
 #include <cstdint>
@@ -589,10 +589,10 @@ TEST_CASE("tensor: operations on an undefined tensor throw") {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Defects found in review (see the report for the proposed fixes)
+// Defects found in review of tensor.cpp, now fixed; these guard the fixes.
 // ---------------------------------------------------------------------------------------------
 
-TEST_CASE("tensor: [review] item<T> converts like to(): saturating, NaN -> 0") {
+TEST_CASE("tensor: review - item<T> converts like to(): saturating, NaN -> 0") {
   // item() uses a plain static_cast, which is undefined behaviour for NaN or out-of-range
   // floats (x86 gives INT_MIN); to() saturates.
   CHECK(scalar_tensor(1e20).item<int32_t>() == std::numeric_limits<int32_t>::max());
@@ -601,7 +601,7 @@ TEST_CASE("tensor: [review] item<T> converts like to(): saturating, NaN -> 0") {
   CHECK(scalar_tensor(1e20).item<int32_t>() == scalar_tensor(1e20).to(DType::int32).item<int32_t>());
 }
 
-TEST_CASE("tensor: [review] from_vector<uint8_t> stores bools as 0 or 1") {
+TEST_CASE("tensor: review - from_vector<uint8_t> stores bools as 0 or 1") {
   // bool tensors hold 0 or 1 (dtype.h); from_buffer copies other uint8_t values verbatim.
   const Tensor b = from_vector(std::vector<uint8_t>{0, 2, 255});
   CHECK(b.dtype() == DType::boolean);
@@ -609,7 +609,7 @@ TEST_CASE("tensor: [review] from_vector<uint8_t> stores bools as 0 or 1") {
   CHECK(b.slice(0, 1, 2).item<int32_t>() == 1);
 }
 
-TEST_CASE("tensor: [review] slice with a huge step") {
+TEST_CASE("tensor: review - slice with a huge step") {
   // count = (e - b + step - 1) / step overflows int64 for a step near INT64_MAX.
   const Tensor t = iota(Shape{5});
   const Tensor s = t.slice(0, 0, 5, std::numeric_limits<int64_t>::max());
@@ -620,12 +620,12 @@ TEST_CASE("tensor: [review] slice with a huge step") {
   CHECK(vals(u) == std::vector<double>{3, 4, 5});
 }
 
-TEST_CASE("tensor: [review] arange with a count beyond int64 is an arange error") {
+TEST_CASE("tensor: review - arange with a count beyond int64 is an arange error") {
   // static_cast<int64_t>(1e30) is undefined behaviour; it must be an error naming arange.
   check_error([] { arange(0.0, 1e30); }, {"arange", "1e+30"});
 }
 
-TEST_CASE("tensor: [review] every empty tensor is contiguous") {
+TEST_CASE("tensor: review - every empty tensor is contiguous") {
   // is_contiguous returns true at the first zero-sized dim it meets scanning from the last
   // axis, so an empty tensor whose zero dim is outer and inner strides are gapped is "not
   // contiguous", while the same with the zero dim inner is. An empty tensor has no layout.
@@ -635,11 +635,11 @@ TEST_CASE("tensor: [review] every empty tensor is contiguous") {
   CHECK(t.transpose(0, 1).slice(0, 0, 0).is_contiguous());
 }
 
-TEST_CASE("tensor: [review] mT on an undefined tensor says so") {
+TEST_CASE("tensor: review - mT on an undefined tensor says so") {
   check_error([] { Tensor().mT(); }, {"mT", "undefined"});
 }
 
-TEST_CASE("tensor: [review] copy_ between overlapping views of one storage (NumPy semantics)") {
+TEST_CASE("tensor: review - copy_ between overlapping views of one storage (NumPy semantics)") {
   // copy_ reads src while writing dst; when they overlap, a forward loop reads values it has
   // already overwritten (and the contiguous case calls memcpy on overlapping ranges, which
   // ASan reports). NumPy copies through a temporary: a[1:] = a[:-1] shifts the values.
@@ -651,7 +651,7 @@ TEST_CASE("tensor: [review] copy_ between overlapping views of one storage (NumP
   CHECK(vals(contiguous) == std::vector<double>{0, 0, 1, 2, 3, 4, 5, 6, 7, 8});
 }
 
-TEST_CASE("tensor: [review] reshape to dims whose product overflows int64 is an error, not UB") {
+TEST_CASE("tensor: review - reshape to dims whose product overflows int64 is an error, not UB") {
   // infer_shape multiplies the requested dims in int64 without an overflow check (UBSan:
   // signed integer overflow); Release happens to throw because the product wraps to 0.
   check_error([] { zeros(Shape{4}).reshape(Shape{int64_t{1} << 32, int64_t{1} << 32}); }, {"reshape"});

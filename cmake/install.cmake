@@ -1,0 +1,170 @@
+# Installation and packaging of ctrax: the library, its headers, a CMake package
+# (find_package(ctrax CONFIG) -> ctrax::ctrax) and a pkg-config file (ctrax.pc).
+# Included at the end of the top-level CMakeLists.txt, after the ctrax target is complete.
+#
+# Layout under the prefix:
+#   include/ctrax/<folder>/...h            headers, relative paths kept (they include each other
+#                                          with relative paths such as "../kernels/check.h")
+#   include/ctrax/ctrax.h                  the umbrella header, when the repository has one
+#   ${CMAKE_INSTALL_LIBDIR}/libctrax.a     (or .so with -DBUILD_SHARED_LIBS=ON)
+#   ${CMAKE_INSTALL_LIBDIR}/cmake/ctrax/   ctraxConfig.cmake, ctraxConfigVersion.cmake, ctraxTargets*.cmake
+#   ${CMAKE_INSTALL_LIBDIR}/pkgconfig/ctrax.pc
+include(CMakePackageConfigHelpers)
+
+set(CTRAX_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/ctrax CACHE STRING
+    "Where ctraxConfig.cmake is installed, relative to the prefix")
+mark_as_advanced(CTRAX_INSTALL_CMAKEDIR)
+
+# Source folders whose headers form the public API. Add new layers here.
+set(CTRAX_HEADER_FOLDERS kernels tensor autograd layers optim rl)
+
+get_target_property(_ctrax_type ctrax TYPE)
+
+# ---------------------------------------------------------------------------------------------
+# OpenBLAS as a link dependency of the *installed* static library.
+#
+# The top-level file links OpenBLAS PRIVATEly by absolute path (what find_library found on the
+# build machine). For a shared libctrax that stays inside the .so; for a static libctrax CMake
+# turns it into $<LINK_ONLY:/abs/path/libopenblas.so> in the exported interface, so every
+# consumer would link that exact file, and a machine without it fails with an unhelpful
+# "No rule to make target .../libopenblas.so". Instead, the exported interface names an
+# imported target ctrax::openblas that ctraxConfig.cmake creates with find_library (hinted
+# with the build machine's directory, so on Debian it finds the same, stable, alternatives-managed
+# /usr/lib/<multiarch>/libopenblas.so) and, when OpenBLAS is missing, reports the package to
+# install instead of failing at link time. The build tree and add_subdirectory users keep the
+# absolute path (BUILD_INTERFACE).
+# ---------------------------------------------------------------------------------------------
+set(CTRAX_CONFIG_OPENBLAS OFF)
+set(CTRAX_CONFIG_OPENBLAS_HINT "")
+if(CTRAX_OPENBLAS AND _ctrax_type STREQUAL "STATIC_LIBRARY" AND CTRAX_OPENBLAS_LIBRARY)
+  get_target_property(_ctrax_iface ctrax INTERFACE_LINK_LIBRARIES)
+  if(_ctrax_iface)
+    set(_ctrax_new_iface "")
+    set(_ctrax_replaced OFF)
+    foreach(_item IN LISTS _ctrax_iface)
+      if(_item STREQUAL "$<LINK_ONLY:${CTRAX_OPENBLAS_LIBRARY}>" OR _item STREQUAL "${CTRAX_OPENBLAS_LIBRARY}")
+        list(APPEND _ctrax_new_iface
+             "$<BUILD_INTERFACE:$<LINK_ONLY:${CTRAX_OPENBLAS_LIBRARY}>>"
+             "$<INSTALL_INTERFACE:$<LINK_ONLY:ctrax::openblas>>")
+        set(_ctrax_replaced ON)
+      else()
+        list(APPEND _ctrax_new_iface "${_item}")
+      endif()
+    endforeach()
+    if(_ctrax_replaced)
+      set_property(TARGET ctrax PROPERTY INTERFACE_LINK_LIBRARIES "${_ctrax_new_iface}")
+      set(CTRAX_CONFIG_OPENBLAS ON)
+      get_filename_component(CTRAX_CONFIG_OPENBLAS_HINT "${CTRAX_OPENBLAS_LIBRARY}" DIRECTORY)
+    else()
+      message(WARNING "ctrax install: OpenBLAS (${CTRAX_OPENBLAS_LIBRARY}) was not found in the link "
+                      "interface of the static ctrax library in the expected form; the installed "
+                      "package may not link it for consumers.")
+    endif()
+  endif()
+endif()
+
+# ---------------------------------------------------------------------------------------------
+# Library and headers
+# ---------------------------------------------------------------------------------------------
+install(TARGETS ctrax EXPORT ctraxTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+# install(DIRECTORY) matches files when the install runs, so a header added since the last
+# configure is installed too (a configure-time glob would miss it until the next re-glob).
+foreach(_folder IN LISTS CTRAX_HEADER_FOLDERS)
+  if(IS_DIRECTORY ${PROJECT_SOURCE_DIR}/${_folder})
+    install(DIRECTORY ${PROJECT_SOURCE_DIR}/${_folder}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ctrax/${_folder}
+            FILES_MATCHING PATTERN "*.h")
+  endif()
+endforeach()
+# The umbrella header, if the checkout has one (OPTIONAL: checked when the install runs).
+install(FILES ${PROJECT_SOURCE_DIR}/ctrax.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ctrax OPTIONAL)
+
+# ---------------------------------------------------------------------------------------------
+# CMake package: find_package(ctrax CONFIG) -> ctrax::ctrax
+# ---------------------------------------------------------------------------------------------
+install(EXPORT ctraxTargets NAMESPACE ctrax:: DESTINATION ${CTRAX_INSTALL_CMAKEDIR})
+
+set(CTRAX_CONFIG_CUDA OFF)
+if(CTRAX_CUDA)
+  set(CTRAX_CONFIG_CUDA ON)
+endif()
+configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/ctraxConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/cmake/ctraxConfig.cmake
+  INSTALL_DESTINATION ${CTRAX_INSTALL_CMAKEDIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/cmake/ctraxConfigVersion.cmake
+  VERSION ${PROJECT_VERSION}
+  COMPATIBILITY SameMinorVersion)  # 0.x: minor versions may break the API
+install(FILES ${PROJECT_BINARY_DIR}/cmake/ctraxConfig.cmake ${PROJECT_BINARY_DIR}/cmake/ctraxConfigVersion.cmake
+  DESTINATION ${CTRAX_INSTALL_CMAKEDIR})
+
+# ---------------------------------------------------------------------------------------------
+# pkg-config: ctrax.pc
+#
+# For a static libctrax, `pkg-config --libs` (without --static) must already name everything a
+# program needs to link, so OpenBLAS and -pthread go into Libs; for a shared one they are
+# Libs.private. Compile definitions and sanitizer flags that the CMake target carries PUBLICly
+# are mirrored in Cflags/Libs so pkg-config users get the same ABI.
+# The prefix is written at install time, so `cmake --install --prefix P` yields a correct file.
+# ---------------------------------------------------------------------------------------------
+set(_pc_cflags "")
+set(_pc_deps "")
+if(CTRAX_OPENBLAS)
+  string(APPEND _pc_cflags " -DCTRAX_USE_OPENBLAS")
+  get_filename_component(_openblas_dir "${CTRAX_OPENBLAS_LIBRARY}" DIRECTORY)
+  if(NOT _openblas_dir IN_LIST CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES)
+    string(APPEND _pc_deps " -L${_openblas_dir}")
+  endif()
+  string(APPEND _pc_deps " -lopenblas")
+endif()
+if(CTRAX_CUDA)
+  string(APPEND _pc_cflags " -DCTRAX_USE_CUDA -I${CUDAToolkit_INCLUDE_DIRS}")
+  string(APPEND _pc_deps " -L${CUDAToolkit_LIBRARY_DIR} -lcudart")
+endif()
+string(APPEND _pc_deps " -pthread")
+set(_pc_sanitize "")
+if(CTRAX_SANITIZE)
+  string(APPEND _pc_cflags " -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined")
+  set(_pc_sanitize " -fsanitize=address,undefined")
+endif()
+if(_ctrax_type STREQUAL "STATIC_LIBRARY")
+  set(CTRAX_PC_LIBS "-L\${libdir} -lctrax${_pc_deps}${_pc_sanitize}")
+  set(CTRAX_PC_LIBS_PRIVATE "")
+else()
+  set(CTRAX_PC_LIBS "-L\${libdir} -lctrax${_pc_sanitize}")
+  string(STRIP "${_pc_deps}" CTRAX_PC_LIBS_PRIVATE)
+endif()
+string(STRIP "-I\${includedir}${_pc_cflags}" CTRAX_PC_CFLAGS)
+
+foreach(_kind LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${_kind}}")
+    set(CTRAX_PC_${_kind} "${CMAKE_INSTALL_${_kind}}")
+  else()
+    set(CTRAX_PC_${_kind} "\${prefix}/${CMAKE_INSTALL_${_kind}}")
+  endif()
+endforeach()
+# Stage 1 (configure time): everything but the prefix, which stays a placeholder. Stage 2
+# (install time, where CMAKE_INSTALL_PREFIX is the real one, --prefix included): substitute it;
+# the finished file is then installed like any other file.
+set(CTRAX_PC_PREFIX "@CTRAX_PC_PREFIX@")
+configure_file(${CMAKE_CURRENT_LIST_DIR}/ctrax.pc.in ${PROJECT_BINARY_DIR}/cmake/ctrax.pc.stage @ONLY)
+install(CODE "
+  file(READ \"${PROJECT_BINARY_DIR}/cmake/ctrax.pc.stage\" _ctrax_pc)
+  string(REPLACE \"@CTRAX_PC_PREFIX@\" \"\${CMAKE_INSTALL_PREFIX}\" _ctrax_pc \"\${_ctrax_pc}\")
+  file(WRITE \"${PROJECT_BINARY_DIR}/cmake/ctrax.pc\" \"\${_ctrax_pc}\")
+")
+install(FILES ${PROJECT_BINARY_DIR}/cmake/ctrax.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+unset(_ctrax_type)
+unset(_ctrax_iface)
+unset(_ctrax_new_iface)
+unset(_ctrax_replaced)
+unset(_pc_cflags)
+unset(_pc_deps)
+unset(_pc_sanitize)
+unset(_kind)
+unset(_folder)
+unset(_openblas_dir)

@@ -1,0 +1,16 @@
+// ctrax.h: the umbrella header. Including it gives the whole public API built so far:
+// tensors and their ops, random numbers, and the kernel backends' controls.
+//
+// What it is not for: inside the library itself, which includes the specific headers it
+// needs (so that the dependency direction kernels <- tensor <- autograd <- ... stays visible).
+#pragma once
+
+#include "kernels/check.h"
+#include "kernels/gemm.h"
+#include "kernels/parallel.h"
+#include "tensor/device.h"
+#include "tensor/dtype.h"
+#include "tensor/ops.h"
+#include "tensor/random.h"
+#include "tensor/shape.h"
+#include "tensor/tensor.h"

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Builds ctrax and runs every test, twice:
+#   1. a Release build (library, tests, benchmarks, examples) in $CTRAX_BUILD_DIR (default build/)
+#      and its whole ctest suite;
+#   2. a build with AddressSanitizer + UndefinedBehaviorSanitizer (-DCTRAX_SANITIZE=ON; tests
+#      only) in $CTRAX_SANITIZE_BUILD_DIR (default build-sanitize/) and its whole ctest suite,
+#      install tests included, with leak detection on.
+# Exits non-zero if any step fails; prints a summary at the end.
+# Environment: CTRAX_BUILD_DIR, CTRAX_SANITIZE_BUILD_DIR, CTRAX_CMAKE_ARGS (extra configure
+# arguments for both builds, e.g. "-DCTRAX_CUDA=OFF"), CTRAX_SKIP_SANITIZE=1 (only step 1),
+# CTRAX_JOBS (parallel jobs, default nproc).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+build_dir=${CTRAX_BUILD_DIR:-build}
+sanitize_dir=${CTRAX_SANITIZE_BUILD_DIR:-build-sanitize}
+jobs=${CTRAX_JOBS:-$(nproc)}
+read -r -a extra_args <<<"${CTRAX_CMAKE_ARGS:-}"
+
+if ! command -v cmake >/dev/null 2>&1; then
+  echo "test.sh: cmake not found; run scripts/setup.sh first" >&2
+  exit 1
+fi
+
+summary=()
+failed=0
+
+# step NAME COMMAND...: runs the command, records pass/fail and duration; never exits.
+step() {
+  local name=$1
+  shift
+  local start=$SECONDS rc=0
+  echo
+  echo "==> $name"
+  "$@" || rc=$?
+  local took=$((SECONDS - start))
+  if [[ $rc -eq 0 ]]; then
+    summary+=("PASS  $name (${took}s)")
+  else
+    summary+=("FAIL  $name (${took}s, exit $rc)")
+    failed=1
+  fi
+  return $rc
+}
+
+# 1. Release ---------------------------------------------------------------------------------
+if step "configure Release ($build_dir)" cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release \
+     -DCTRAX_BUILD_TESTS=ON "${extra_args[@]}" &&
+   step "build Release" cmake --build "$build_dir" --parallel "$jobs"; then
+  step "ctest Release" ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" || true
+fi
+
+# 2. ASan + UBSan ----------------------------------------------------------------------------
+if [[ "${CTRAX_SKIP_SANITIZE:-0}" != "1" ]]; then
+  export ASAN_OPTIONS="detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+  if step "configure sanitize ($sanitize_dir)" cmake -S . -B "$sanitize_dir" \
+       -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCTRAX_SANITIZE=ON -DCTRAX_BUILD_TESTS=ON \
+       -DCTRAX_BUILD_BENCHMARKS=OFF -DCTRAX_BUILD_EXAMPLES=OFF "${extra_args[@]}" &&
+     step "build sanitize" cmake --build "$sanitize_dir" --parallel "$jobs"; then
+    step "ctest sanitize (ASan+UBSan, leaks on)" ctest --test-dir "$sanitize_dir" --output-on-failure -j "$jobs" || true
+  fi
+else
+  summary+=("SKIP  sanitize build (CTRAX_SKIP_SANITIZE=1)")
+fi
+
+echo
+echo "==> summary"
+printf '  %s\n' "${summary[@]}"
+if [[ $failed -ne 0 ]]; then
+  echo "test.sh: FAILED"
+  exit 1
+fi
+echo "test.sh: all passed"

@@ -1,0 +1,59 @@
+// The program every install test builds against ctrax: installed (find_package, pkg-config) or
+// as a subproject (add_subdirectory). It does one small GEMM on every backend the library was
+// built with and exits non-zero when a result is wrong.
+#if __has_include(<ctrax/ctrax.h>)
+#include <ctrax/ctrax.h>
+#endif
+#include <ctrax/kernels/gemm.h>
+
+#include <cstdio>
+#include <exception>
+
+namespace {
+
+// C = A * B for A = [[1, 2], [3, 4]], B = [[5, 6], [7, 8]], expected [[19, 22], [43, 50]].
+bool check_sgemm(const char* backend) {
+  const float a[4] = {1, 2, 3, 4};
+  const float b[4] = {5, 6, 7, 8};
+  const float expected[4] = {19, 22, 43, 50};
+  float c[4] = {-1, -1, -1, -1};
+  ctrax::kernels::sgemm(false, false, 2, 2, 2, 1.0f, a, 2, b, 2, 0.0f, c, 2);
+  bool ok = true;
+  for (int i = 0; i < 4; ++i) {
+    if (c[i] != expected[i]) {
+      std::fprintf(stderr, "consumer: %s sgemm: c[%d] = %g, expected %g\n", backend, i, c[i], expected[i]);
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+}  // namespace
+
+int main() {
+  try {
+    using ctrax::kernels::GemmBackend;
+    bool ok = true;
+#ifdef CTRAX_USE_OPENBLAS
+    const bool want_openblas = true;
+#else
+    const bool want_openblas = false;
+#endif
+    if (ctrax::kernels::openblas_available() != want_openblas) {
+      std::fprintf(stderr, "consumer: openblas_available() disagrees with CTRAX_USE_OPENBLAS\n");
+      ok = false;
+    }
+    ctrax::kernels::set_gemm_backend(GemmBackend::native);
+    ok = check_sgemm("native") && ok;
+    if (ctrax::kernels::openblas_available()) {
+      ctrax::kernels::set_gemm_backend(GemmBackend::openblas);
+      ok = check_sgemm("openblas") && ok;
+    }
+    std::printf("consumer: ctrax sgemm %s (openblas %s)\n", ok ? "OK" : "FAILED",
+                ctrax::kernels::openblas_available() ? "on" : "off");
+    return ok ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "consumer: exception: %s\n", e.what());
+    return 1;
+  }
+}
