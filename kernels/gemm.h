@@ -39,6 +39,9 @@ GemmBackend gemm_backend();
 bool openblas_available();
 // openblas_get_corename(), or "none" without OpenBLAS.
 std::string openblas_corename();
+// openblas_get_config() (version and build options, e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH ..."),
+// or "none" without OpenBLAS.
+std::string openblas_config();
 const char* gemm_backend_name(GemmBackend backend);
 // Parses "native" / "openblas"; throws ctrax::Error naming the allowed values otherwise.
 GemmBackend parse_gemm_backend(const std::string& name);

@@ -1,0 +1,181 @@
+// The native GEMM driver (see driver.h).
+#include "driver.h"
+
+#include "pack.h"
+
+#include <ctrax/kernels/parallel.h>
+
+#include <algorithm>
+
+namespace ctrax::kernels::gemm_detail {
+
+namespace {
+
+// Below this many multiply-adds (m * n * k) a GEMM runs on the calling thread: waking a
+// worker costs a few microseconds, which is what ~100k FMAs take on one AVX-512 core.
+constexpr int64_t kMinParallelFmas = int64_t{1} << 20;
+
+// An operand is read in place (not packed) when its kc-deep slice spans at most this many
+// bytes of rows: small enough that its lines stay in L1/L2 across the tiles that reuse them.
+constexpr int64_t kInPlaceMaxRowBytes = 1024;
+
+// op(A) = A is read in place, row by row, when C has at most this many columns.
+constexpr int64_t kRowsInPlaceMaxCols = 128;
+
+template <typename T>
+PackBuffer<T>& a_buffer() {
+  thread_local PackBuffer<T> buffer;
+  return buffer;
+}
+template <typename T>
+PackBuffer<T>& b_buffer() {
+  thread_local PackBuffer<T> buffer;
+  return buffer;
+}
+
+// C = beta * C on an m x n block (beta == 0 writes zeros without reading C).
+template <typename T>
+void scale_c(int64_t m, int64_t n, T beta, T* c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i) {
+    T* row = c + i * ldc;
+    if (beta == T(0)) {
+      std::fill(row, row + n, T(0));
+    } else if (beta != T(1)) {
+      for (int64_t j = 0; j < n; ++j) row[j] *= beta;
+    }
+  }
+}
+
+struct Problem {
+  bool trans_a, trans_b;
+  int64_t m, n, k;
+  int64_t lda, ldb, ldc;
+};
+
+// One thread's share: the whole loop nest of driver.h on an m x n block of C.
+template <typename T>
+void blocked_gemm(const KernelSpec<T>& spec, const Problem& p, T alpha, const T* a, const T* b, T beta,
+                  T* c) {
+  const int64_t mr = spec.mr, nr = spec.nr;
+  // In place: op(B) = B rows are unit stride in j; op(A) = A^T rows are unit stride in i.
+  const bool b_in_place = !p.trans_b && p.n * int64_t(sizeof(T)) <= kInPlaceMaxRowBytes;
+  const bool a_in_place = p.trans_a && p.m * int64_t(sizeof(T)) <= kInPlaceMaxRowBytes;
+  // op(A) = A has unit stride along k instead: the kernel can broadcast from its rows directly.
+  // Packing it pays once the A block is reused by many column panels, so only for narrow C.
+  const bool a_rows_in_place = !p.trans_a && p.n <= kRowsInPlaceMaxCols;
+
+  const int64_t kc_max = std::min(spec.kc, p.k);
+  const int64_t mc_max = std::min(spec.mc, p.m);
+  const int64_t nc_max = std::min(spec.nc, p.n);
+  T* a_pack = a_in_place || a_rows_in_place ? nullptr : a_buffer<T>().reserve((mc_max + mr - 1) / mr * mr * kc_max);
+  T* b_pack = b_in_place ? nullptr : b_buffer<T>().reserve((nc_max + nr - 1) / nr * nr * kc_max);
+
+  TileArgs<T> tile{};
+  tile.ldc = p.ldc;
+  tile.alpha = alpha;
+
+  for (int64_t jc = 0; jc < p.n; jc += spec.nc) {
+    const int64_t nc = std::min(spec.nc, p.n - jc);
+    for (int64_t pc = 0; pc < p.k; pc += spec.kc) {
+      const int64_t kc = std::min(spec.kc, p.k - pc);
+      tile.k = kc;
+      tile.beta = pc == 0 ? beta : T(1);
+
+      // B block: panel jr starts at b_block + jr * b_panel_step.
+      const T* b_block;
+      int64_t b_panel_step;
+      if (b_in_place) {
+        b_block = b + pc * p.ldb + jc;
+        tile.b_stride = p.ldb;
+        b_panel_step = 1;
+      } else {
+        pack_b(p.trans_b, p.trans_b ? b + jc * p.ldb + pc : b + pc * p.ldb + jc, p.ldb, kc, nc,
+               static_cast<int>(nr), b_pack);
+        b_block = b_pack;
+        tile.b_stride = nr;
+        b_panel_step = kc;
+      }
+
+      for (int64_t ic = 0; ic < p.m; ic += spec.mc) {
+        const int64_t mc = std::min(spec.mc, p.m - ic);
+        const T* a_block;
+        int64_t a_panel_step;
+        if (a_in_place) {
+          a_block = a + pc * p.lda + ic;
+          tile.a_stride = p.lda;
+          a_panel_step = 1;
+        } else if (a_rows_in_place) {
+          a_block = a + ic * p.lda + pc;
+          tile.a_stride = 1;
+          tile.a_row_stride = p.lda;
+          a_panel_step = p.lda;
+        } else {
+          pack_a(p.trans_a, p.trans_a ? a + pc * p.lda + ic : a + ic * p.lda + pc, p.lda, mc, kc,
+                 static_cast<int>(mr), a_pack);
+          a_block = a_pack;
+          tile.a_stride = mr;
+          a_panel_step = kc;
+        }
+
+        for (int64_t jr = 0; jr < nc; jr += nr) {
+          tile.b = b_block + jr * b_panel_step;
+          tile.n = static_cast<int>(std::min(nr, nc - jr));
+          T* c_col = c + ic * p.ldc + jc + jr;
+          for (int64_t ir = 0; ir < mc; ir += mr) {
+            tile.a = a_block + ir * a_panel_step;
+            tile.m = static_cast<int>(std::min(mr, mc - ir));
+            tile.c = c_col + ir * p.ldc;
+            spec.kernel(tile);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void native_gemm(const KernelSpec<T>& spec, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                 T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0 || alpha == T(0)) {
+    scale_c(m, n, beta, c, ldc);
+    return;
+  }
+  const Problem whole{trans_a, trans_b, m, n, k, lda, ldb, ldc};
+  const bool parallel = m * n * k >= kMinParallelFmas && !in_parallel_region() && num_threads() > 1;
+  if (!parallel) {
+    blocked_gemm(spec, whole, alpha, a, b, beta, c);
+    return;
+  }
+
+  // Split the side with more tiles; ranges are whole tiles so the tile grid does not move.
+  const int64_t col_tiles = (n + spec.nr - 1) / spec.nr;
+  const int64_t row_tiles = (m + spec.mr - 1) / spec.mr;
+  if (col_tiles >= row_tiles) {
+    parallel_for(col_tiles, 1, [&](int64_t t0, int64_t t1) {
+      const int64_t j0 = t0 * spec.nr, j1 = std::min(n, t1 * spec.nr);
+      Problem part = whole;
+      part.n = j1 - j0;
+      const T* b_part = trans_b ? b + j0 * ldb : b + j0;
+      blocked_gemm(spec, part, alpha, a, b_part, beta, c + j0);
+    });
+  } else {
+    parallel_for(row_tiles, 1, [&](int64_t t0, int64_t t1) {
+      const int64_t i0 = t0 * spec.mr, i1 = std::min(m, t1 * spec.mr);
+      Problem part = whole;
+      part.m = i1 - i0;
+      const T* a_part = trans_a ? a + i0 : a + i0 * lda;
+      blocked_gemm(spec, part, alpha, a_part, b, beta, c + i0 * ldc);
+    });
+  }
+}
+
+template void native_gemm<float>(const KernelSpec<float>&, bool, bool, int64_t, int64_t, int64_t, float,
+                                 const float*, int64_t, const float*, int64_t, float, float*, int64_t);
+template void native_gemm<double>(const KernelSpec<double>&, bool, bool, int64_t, int64_t, int64_t, double,
+                                  const double*, int64_t, const double*, int64_t, double, double*,
+                                  int64_t);
+
+}  // namespace ctrax::kernels::gemm_detail

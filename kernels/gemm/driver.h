@@ -1,0 +1,30 @@
+// The native GEMM driver: cache blocking, packing decisions and threading around a micro-kernel.
+//
+// Loop nest (Goto / BLIS), for C = alpha * op(A) * op(B) + beta * C:
+//   jc over n in steps of nc          B block kc x nc        (L3)
+//     pc over k in steps of kc        packed once per (jc, pc)
+//       ic over m in steps of mc      A block mc x kc        (L2), packed once per (ic, pc)
+//         jr over nc in steps of NR   B micro-panel kc x NR  (L1), reused across the A block
+//           ir over mc in steps of MR micro-kernel on an MR x NR tile of C
+// beta is applied by the first k block only; later k blocks accumulate (beta = 1).
+//
+// Small problems (the RL shapes) skip packing where it does not pay: op(B) = B already has
+// unit stride along n, and op(A) = A^T already has unit stride along m, which is all the
+// micro-kernel needs, so those are read in place when they are small enough to stay in cache.
+//
+// Threads split C into column (or row) ranges aligned to NR (MR). The k blocking and the tile
+// grid are the same for every split, and each tile's k loop is fixed, so the result is
+// bitwise independent of the thread count. Work below a threshold stays on the caller.
+#pragma once
+
+#include "microkernel.h"
+
+#include <cstdint>
+
+namespace ctrax::kernels::gemm_detail {
+
+template <typename T>
+void native_gemm(const KernelSpec<T>& spec, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                 T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
+
+}  // namespace ctrax::kernels::gemm_detail

@@ -1,0 +1,200 @@
+// The public GEMM entry points: argument checks, backend and micro-kernel selection.
+#include <ctrax/kernels/check.h>
+#include <ctrax/kernels/cpu_features.h>
+#include <ctrax/kernels/gemm.h>
+
+#include "driver.h"
+#include "microkernel.h"
+#include "openblas_backend.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+
+namespace ctrax::kernels {
+
+namespace {
+
+using gemm_detail::KernelSpec;
+
+constexpr int kUnset = -1;
+std::atomic<int> g_backend{kUnset};     // a GemmBackend once chosen
+std::atomic<int> g_forced_isa{kUnset};  // a GemmIsa, or kUnset for automatic
+
+GemmBackend backend_from_environment() {
+  const char* env = std::getenv("CTRAX_GEMM_BACKEND");
+  if (env == nullptr || *env == '\0') return GemmBackend::native;
+  const GemmBackend backend = parse_gemm_backend(env);
+  CTRAX_REQUIRE(backend != GemmBackend::openblas || openblas_available(),
+                "CTRAX_GEMM_BACKEND=openblas, but ctrax was built without OpenBLAS (CTRAX_OPENBLAS=OFF)");
+  return backend;
+}
+
+GemmIsa best_isa() {
+  const CpuFeatures& f = cpu_features();
+  if (f.can_run_avx512()) return GemmIsa::avx512;
+  if (f.can_run_avx2_fma()) return GemmIsa::avx2;
+  return GemmIsa::portable;
+}
+
+template <typename T>
+KernelSpec<T> make_spec(GemmIsa isa);
+
+template <>
+KernelSpec<float> make_spec<float>(GemmIsa isa) {
+  switch (isa) {
+    case GemmIsa::avx512: return gemm_detail::avx512_sgemm_kernel();
+    case GemmIsa::avx2: return gemm_detail::avx2_sgemm_kernel();
+    case GemmIsa::portable: break;
+  }
+  return gemm_detail::portable_sgemm_kernel();
+}
+
+template <>
+KernelSpec<double> make_spec<double>(GemmIsa isa) {
+  switch (isa) {
+    case GemmIsa::avx512: return gemm_detail::avx512_dgemm_kernel();
+    case GemmIsa::avx2: return gemm_detail::avx2_dgemm_kernel();
+    case GemmIsa::portable: break;
+  }
+  return gemm_detail::portable_dgemm_kernel();
+}
+
+template <typename T>
+KernelSpec<T> checked_spec(GemmIsa isa) {
+  const KernelSpec<T> s = make_spec<T>(isa);
+  // The driver relies on cache blocks being whole tiles (see driver.h on determinism).
+  CTRAX_CHECK(s.isa == isa && s.mr > 0 && s.nr > 0 && s.mc % s.mr == 0 && s.nc % s.nr == 0 && s.kc > 0 &&
+                  s.kernel != nullptr,
+              "inconsistent GEMM kernel spec for ", gemm_isa_name(isa));
+  return s;
+}
+
+// Each spec is built on first use only, so a kernel this build or CPU lacks is never touched.
+template <typename T>
+const KernelSpec<T>& active_spec() {
+  switch (active_gemm_isa()) {
+    case GemmIsa::avx512: {
+      static const KernelSpec<T> spec = checked_spec<T>(GemmIsa::avx512);
+      return spec;
+    }
+    case GemmIsa::avx2: {
+      static const KernelSpec<T> spec = checked_spec<T>(GemmIsa::avx2);
+      return spec;
+    }
+    case GemmIsa::portable: break;
+  }
+  static const KernelSpec<T> spec = checked_spec<T>(GemmIsa::portable);
+  return spec;
+}
+
+// BLAS-style shape checks: cheap, and they catch a wrong leading dimension before it turns
+// into an out-of-bounds read.
+void check_arguments(const char* name, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                     int64_t lda, int64_t ldb, int64_t ldc) {
+  CTRAX_REQUIRE(m >= 0 && n >= 0 && k >= 0, name, ": sizes must be >= 0, got m=", m, " n=", n, " k=", k);
+  const int64_t a_cols = trans_a ? m : k;
+  const int64_t b_cols = trans_b ? k : n;
+  CTRAX_REQUIRE(lda >= std::max<int64_t>(1, a_cols), name, ": lda=", lda, " is less than the ", a_cols,
+                " columns of A as stored");
+  CTRAX_REQUIRE(ldb >= std::max<int64_t>(1, b_cols), name, ": ldb=", ldb, " is less than the ", b_cols,
+                " columns of B as stored");
+  CTRAX_REQUIRE(ldc >= std::max<int64_t>(1, n), name, ": ldc=", ldc, " is less than n=", n);
+}
+
+}  // namespace
+
+void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  check_arguments("sgemm", trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  if (gemm_backend() == GemmBackend::openblas) {
+    openblas_backend::sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  gemm_detail::native_gemm(active_spec<float>(), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                           ldc);
+}
+
+void dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
+           int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  check_arguments("dgemm", trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  if (gemm_backend() == GemmBackend::openblas) {
+    openblas_backend::dgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  gemm_detail::native_gemm(active_spec<double>(), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                           ldc);
+}
+
+void set_gemm_backend(GemmBackend backend) {
+  CTRAX_REQUIRE(backend != GemmBackend::openblas || openblas_available(),
+                "set_gemm_backend: the openblas backend is not available (ctrax was built without "
+                "CTRAX_OPENBLAS)");
+  g_backend.store(static_cast<int>(backend), std::memory_order_release);
+}
+
+GemmBackend gemm_backend() {
+  int backend = g_backend.load(std::memory_order_acquire);
+  if (backend == kUnset) {
+    int expected = kUnset;
+    g_backend.compare_exchange_strong(expected, static_cast<int>(backend_from_environment()));
+    backend = g_backend.load(std::memory_order_acquire);
+  }
+  return static_cast<GemmBackend>(backend);
+}
+
+bool openblas_available() { return openblas_backend::available(); }
+std::string openblas_corename() { return openblas_backend::corename(); }
+std::string openblas_config() { return openblas_backend::config(); }
+
+const char* gemm_backend_name(GemmBackend backend) {
+  switch (backend) {
+    case GemmBackend::native: return "native";
+    case GemmBackend::openblas: return "openblas";
+  }
+  return "unknown";
+}
+
+GemmBackend parse_gemm_backend(const std::string& name) {
+  if (name == "native") return GemmBackend::native;
+  if (name == "openblas") return GemmBackend::openblas;
+  CTRAX_THROW("unknown GEMM backend \"", name, "\" (CTRAX_GEMM_BACKEND / parse_gemm_backend): allowed values are "
+              "\"native\" and \"openblas\"");
+}
+
+bool gemm_isa_supported(GemmIsa isa) {
+  switch (isa) {
+    case GemmIsa::portable: return true;
+    case GemmIsa::avx2: return cpu_features().can_run_avx2_fma();
+    case GemmIsa::avx512: return cpu_features().can_run_avx512();
+  }
+  return false;
+}
+
+void force_gemm_isa(std::optional<GemmIsa> isa) {
+  if (!isa) {
+    g_forced_isa.store(kUnset, std::memory_order_release);
+    return;
+  }
+  CTRAX_REQUIRE(gemm_isa_supported(*isa), "force_gemm_isa: this CPU cannot run the ", gemm_isa_name(*isa),
+                " micro-kernel (it has: ", cpu_features_string(), ")");
+  g_forced_isa.store(static_cast<int>(*isa), std::memory_order_release);
+}
+
+GemmIsa active_gemm_isa() {
+  const int forced = g_forced_isa.load(std::memory_order_acquire);
+  if (forced != kUnset) return static_cast<GemmIsa>(forced);
+  static const GemmIsa best = best_isa();
+  return best;
+}
+
+const char* gemm_isa_name(GemmIsa isa) {
+  switch (isa) {
+    case GemmIsa::portable: return "portable";
+    case GemmIsa::avx2: return "avx2";
+    case GemmIsa::avx512: return "avx512";
+  }
+  return "unknown";
+}
+
+}  // namespace ctrax::kernels

@@ -1,0 +1,68 @@
+// The micro-kernel contract shared by the GEMM driver and the per-ISA kernel files.
+//
+// A micro-kernel computes one register tile of C, at most MR x NR:
+//     C(i, j) = alpha * sum_{p < k} A(i, p) * B(p, j) + beta * C(i, j),  i < m, j < n
+// with beta == 0 meaning C is written without being read. The sum over p always runs in
+// increasing p with one fused multiply-add per step into one accumulator per element, whatever
+// m and n are, so edge tiles round exactly like full ones and the result of an element does
+// not depend on where the tile boundaries fall (which keeps GEMM thread-count independent).
+//
+// Operand layouts the kernel reads:
+//     A(i, p) = a[p * a_stride + i]       a packed panel (a_stride = MR), or op(A) = A^T in place
+//     A(i, p) = a[i * a_row_stride + p]   when a_row_stride != 0: op(A) = A read in place, rows
+//                                         unit stride in p (the small-matrix path, no packing)
+//     B(p, j) = b[p * b_stride + j]       a packed panel (b_stride = NR), or B read in place
+// Rows i >= m of A and columns j >= n of B are never read, so panels need no zero padding and
+// in-place operands may end exactly at the edge of their allocation.
+#pragma once
+
+#include <ctrax/kernels/gemm.h>
+
+#include <cstdint>
+
+namespace ctrax::kernels::gemm_detail {
+
+template <typename T>
+struct TileArgs {
+  int64_t k;
+  const T* a;
+  int64_t a_stride;
+  int64_t a_row_stride;  // 0: A is column-panel shaped (first layout above)
+  const T* b;
+  int64_t b_stride;
+  T* c;
+  int64_t ldc;
+  T alpha;
+  T beta;
+  int m;  // 1..MR
+  int n;  // 1..NR
+};
+
+template <typename T>
+using MicroKernel = void (*)(const TileArgs<T>& tile);
+
+// A micro-kernel with the cache blocking chosen for it (by benchmark, see bench/bench_gemm.cpp):
+//   kc: depth of a packed panel pair; a B micro-panel (kc x NR) stays in L1 across a block of A.
+//   mc: rows of the packed A block (mc x kc), sized to sit in L2.
+//   nc: columns of the packed B block (kc x nc), sized for L3.
+template <typename T>
+struct KernelSpec {
+  GemmIsa isa;
+  int mr;
+  int nr;
+  int64_t mc;
+  int64_t kc;
+  int64_t nc;
+  MicroKernel<T> kernel;
+};
+
+// One per ISA and type, defined in microkernel_<n>_<isa>.cpp. The AVX2 and AVX-512 ones may
+// only be called when cpu_features() says the CPU can run them.
+KernelSpec<float> portable_sgemm_kernel();
+KernelSpec<double> portable_dgemm_kernel();
+KernelSpec<float> avx2_sgemm_kernel();
+KernelSpec<double> avx2_dgemm_kernel();
+KernelSpec<float> avx512_sgemm_kernel();
+KernelSpec<double> avx512_dgemm_kernel();
+
+}  // namespace ctrax::kernels::gemm_detail

@@ -1,0 +1,141 @@
+// The register-tile loop shared by every micro-kernel, written once over a vector type.
+//
+// Each microkernel_<n>_<isa>.cpp includes this inside an anonymous namespace after defining a
+// `Vec` traits struct (element type T, vector type V, lane count W, mask type Mask, and
+// zero/load/load_masked/broadcast/fma/mul/set1/store/store_masked/mask_first). Being in an
+// anonymous namespace matters: these templates are compiled with different -m flags in each
+// file, and internal linkage stops the linker from merging an AVX-512 copy into code that must
+// run on a CPU without it.
+//
+// The tile is M x (NV * W): M rows of A broadcast one element at a time, NV vectors of a B row
+// loaded per step, M * NV accumulators kept in registers for the whole k loop. With M and NV
+// template parameters every partial tile (m < MR, n < NR) gets its own fully unrolled code, so
+// an edge tile costs what its size costs. Only the last vector of a row can be partial; it is
+// loaded and stored with a lane mask so no memory past column n is touched.
+//
+// Every loop over i and v carries an unroll pragma: if any of them (the epilogue's, say) is
+// left rolled, GCC must keep the accumulators addressable and stores all 24 of them to the
+// stack on every k step, which halves the kernel's speed.
+//
+// Maths per element, in this order: acc = fma(A(i,p), B(p,j), acc) for p = 0..k-1 from acc = 0,
+// then C = alpha * acc (beta == 0) or C = fma(alpha, acc, beta * C).
+
+template <class Vec, int M, int NV, bool kRowsA>
+void tile_kernel(const TileArgs<typename Vec::T>& t) {
+  using T = typename Vec::T;
+  using V = typename Vec::V;
+  constexpr int W = Vec::W;
+
+  V acc[M][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < M; ++i)
+#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) acc[i][v] = Vec::zero();
+
+  // C is written at the end; start pulling its lines in now so the stores do not stall.
+#pragma GCC unroll 16
+  for (int i = 0; i < M; ++i) __builtin_prefetch(t.c + i * t.ldc, 1, 3);
+
+  // kRowsA: A is read as M row streams a_rows[i][p] (A in place, row-major); otherwise as one
+  // stream of M-wide columns a[p * a_stride + i].
+  const T* a_rows[M];
+#pragma GCC unroll 16
+  for (int i = 0; i < M; ++i) a_rows[i] = t.a + i * t.a_row_stride;
+  const T* a = t.a;
+  const T* b = t.b;
+  const int64_t a_stride = t.a_stride;
+  const int64_t b_stride = t.b_stride;
+  const int last_lanes = t.n - (NV - 1) * W;  // 1..W
+  const typename Vec::Mask last_mask = Vec::mask_first(last_lanes);
+
+  // Two copies of the k loop: full tiles load B unmasked (a mask register write per step
+  // would take a slot on port 5, one of the two FMA ports), partial ones mask the last vector.
+  const int64_t k = t.k;
+  if (last_lanes == W) {
+    for (int64_t p = 0; p < k; ++p) {
+      V bv[NV];
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) bv[v] = Vec::load(b + v * W);
+#pragma GCC unroll 16
+      for (int i = 0; i < M; ++i) {
+        const V ai = kRowsA ? Vec::broadcast(a_rows[i] + p) : Vec::broadcast(a + i);
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) acc[i][v] = Vec::fma(ai, bv[v], acc[i][v]);
+      }
+      a += a_stride;
+      b += b_stride;
+    }
+  } else {
+    for (int64_t p = 0; p < k; ++p) {
+      V bv[NV];
+#pragma GCC unroll 8
+      for (int v = 0; v + 1 < NV; ++v) bv[v] = Vec::load(b + v * W);
+      bv[NV - 1] = Vec::load_masked(b + (NV - 1) * W, last_mask);
+#pragma GCC unroll 16
+      for (int i = 0; i < M; ++i) {
+        const V ai = kRowsA ? Vec::broadcast(a_rows[i] + p) : Vec::broadcast(a + i);
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) acc[i][v] = Vec::fma(ai, bv[v], acc[i][v]);
+      }
+      a += a_stride;
+      b += b_stride;
+    }
+  }
+
+  const V alpha = Vec::set1(t.alpha);
+  T* c = t.c;
+  if (t.beta == T(0)) {
+#pragma GCC unroll 16
+    for (int i = 0; i < M; ++i) {
+      T* row = c + i * t.ldc;
+#pragma GCC unroll 16
+      for (int v = 0; v + 1 < NV; ++v) Vec::store(row + v * W, Vec::mul(alpha, acc[i][v]));
+      Vec::store_masked(row + (NV - 1) * W, last_mask, Vec::mul(alpha, acc[i][NV - 1]));
+    }
+  } else {
+    const V beta = Vec::set1(t.beta);
+#pragma GCC unroll 16
+    for (int i = 0; i < M; ++i) {
+      T* row = c + i * t.ldc;
+#pragma GCC unroll 16
+      for (int v = 0; v + 1 < NV; ++v) {
+        const V old = Vec::mul(beta, Vec::load(row + v * W));
+        Vec::store(row + v * W, Vec::fma(alpha, acc[i][v], old));
+      }
+      const V old = Vec::mul(beta, Vec::load_masked(row + (NV - 1) * W, last_mask));
+      Vec::store_masked(row + (NV - 1) * W, last_mask, Vec::fma(alpha, acc[i][NV - 1], old));
+    }
+  }
+}
+
+// KernelTable<Vec, MR, NVMAX>::entry[rows_a][m - 1][nv - 1] is the tile kernel for m rows and
+// nv vectors, reading A as rows (rows_a) or as column panels; tile_dispatch() picks it from the tile's (m, n).
+template <class Vec, int MR, int NVMAX>
+struct KernelTable {
+  MicroKernel<typename Vec::T> entry[2][MR][NVMAX];
+};
+
+template <class Vec, int MR, int NVMAX, int M, int NV>
+constexpr void fill_table(KernelTable<Vec, MR, NVMAX>& table) {
+  table.entry[0][M - 1][NV - 1] = &tile_kernel<Vec, M, NV, false>;
+  table.entry[1][M - 1][NV - 1] = &tile_kernel<Vec, M, NV, true>;
+  if constexpr (NV < NVMAX) {
+    fill_table<Vec, MR, NVMAX, M, NV + 1>(table);
+  } else if constexpr (M < MR) {
+    fill_table<Vec, MR, NVMAX, M + 1, 1>(table);
+  }
+}
+
+template <class Vec, int MR, int NVMAX>
+constexpr KernelTable<Vec, MR, NVMAX> make_table() {
+  KernelTable<Vec, MR, NVMAX> table{};
+  fill_table<Vec, MR, NVMAX, 1, 1>(table);
+  return table;
+}
+
+template <class Vec, int MR, int NVMAX>
+void tile_dispatch(const TileArgs<typename Vec::T>& t) {
+  static constexpr KernelTable<Vec, MR, NVMAX> table = make_table<Vec, MR, NVMAX>();
+  const int nv = (t.n + Vec::W - 1) / Vec::W;
+  table.entry[t.a_row_stride != 0][t.m - 1][nv - 1](t);
+}
