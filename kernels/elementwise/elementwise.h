@@ -1,0 +1,47 @@
+// Vectorised contiguous loops for the hot float32 / float64 elementwise ops.
+//
+// What it is for: the inner loop of add, sub, mul, div, maximum, minimum, neg, relu, square,
+// exp, tanh and sigmoid once the tensor layer (tensor/ops/unary.cpp, binary.cpp) has found a
+// run of contiguous elements. The library is compiled for baseline x86-64; each loop is
+// compiled three times, for the portable baseline, for AVX2+FMA and for AVX-512, and the best
+// variant the CPU can run is picked once at first use (like kernels/gemm.h's micro-kernels).
+// force_elementwise_isa() pins a variant so tests can compare every one with the portable one.
+//
+// What it is not for: strides other than 1 and 0, dtype conversion, broadcasting of shapes,
+// or integer dtypes (the tensor layer handles those with plain loops).
+//
+// Semantics per element (the same as the tensor ops in tensor/ops.h):
+//   maximum/minimum propagate NaN; relu(x) = x <= 0 ? +0 : x (NaN stays NaN);
+//   float32 exp/tanh/sigmoid use kernels/elementwise/vec_math.h, float64 uses std::.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace ctrax::kernels {
+
+enum class BinaryKernel : uint8_t { add, sub, mul, div, maximum, minimum };
+enum class UnaryKernel : uint8_t { neg, relu, square, exp, tanh, sigmoid };
+
+// out[i] = a[i * a_step] (op) b[i * b_step] for 0 <= i < n. Each step is 1 (a contiguous run)
+// or 0 (one value broadcast over the run, e.g. the 0.5 of x * 0.5). out may equal a or b
+// when that operand's step is 1 (in-place), but must not otherwise overlap them.
+void binary_kernel(BinaryKernel op, const float* a, int64_t a_step, const float* b, int64_t b_step, float* out,
+                   int64_t n);
+void binary_kernel(BinaryKernel op, const double* a, int64_t a_step, const double* b, int64_t b_step, double* out,
+                   int64_t n);
+
+// out[i] = op(x[i]) for 0 <= i < n (contiguous; out may equal x).
+void unary_kernel(UnaryKernel op, const float* x, float* out, int64_t n);
+void unary_kernel(UnaryKernel op, const double* x, double* out, int64_t n);
+
+// Instruction-set variant of the loops. By default the best the CPU supports;
+// force_elementwise_isa() pins one and throws ctrax::Error if the CPU cannot run it;
+// std::nullopt returns to the automatic choice.
+enum class ElementwiseIsa { portable, avx2, avx512 };
+bool elementwise_isa_supported(ElementwiseIsa isa);
+void force_elementwise_isa(std::optional<ElementwiseIsa> isa);
+ElementwiseIsa active_elementwise_isa();
+const char* elementwise_isa_name(ElementwiseIsa isa);
+
+}  // namespace ctrax::kernels

@@ -1,0 +1,302 @@
+// The binary elementwise ops of tensor/ops.h (add ... logical_or), where(), and their forms
+// with a C++ scalar.
+//
+// What it is for: each op's dtype rule and per-element formula. Operands broadcast with
+// NumPy's rules (broadcast_shapes) and are promoted with promote_types() (dtype.h) to one
+// computation dtype; the loop is ops_detail::map_binary (elementwise_util.h), which sends
+// contiguous or scalar-broadcast float runs of add, sub, mul, div, maximum and minimum to the
+// vectorised kernels. A C++ scalar operand is read from a local variable with zero strides,
+// so `x * 0.5` allocates nothing but its output.
+//
+// Dtype rules beyond promote_types:
+//   add, sub, mul, pow on two bools throw (cast first); a bool mixed with a number is fine
+//     (it is promoted). Integer add/sub/mul wrap modulo 2^bits (NumPy's behaviour).
+//   div is true division: integer and bool operands compute in float32.
+//   pow on integers stays integer: exponentiation by squaring, wrapping modulo 2^bits on
+//     overflow; a negative integer exponent throws ctrax::Error (its result is not an
+//     integer), as in NumPy. pow(0, 0) = 1.
+//   maximum/minimum propagate NaN and accept bool (or/and). Comparisons and logical ops
+//     give bool; logical ops treat nonzero (and NaN) as true.
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "../../kernels/elementwise/elementwise_math.h"
+#include "../ops.h"
+#include "elementwise_util.h"
+
+namespace ctrax {
+
+namespace {
+
+using kernels::BinaryKernel;
+using ops_detail::kNoKernel;
+
+constexpr int kernel_id(BinaryKernel k) { return static_cast<int>(k); }
+
+// ---- dtype rules ------------------------------------------------------------------------------
+
+enum class Rule { arithmetic, true_division, any, to_bool };
+
+DType compute_dtype(Rule rule, DType a, DType b, const char* op) {
+  const DType d = promote_types(a, b);
+  switch (rule) {
+    case Rule::arithmetic:
+      CTRAX_REQUIRE(!is_bool(d), op, ": arithmetic on bool tensors is not supported (got ", a, " and ", b,
+                    "); cast an operand first, e.g. x.to(DType::int32)");
+      return d;
+    case Rule::true_division: return is_floating(d) ? d : DType::float32;
+    case Rule::any:
+    case Rule::to_bool: return d;
+  }
+  return d;
+}
+
+DType result_dtype(Rule rule, DType compute) { return rule == Rule::to_bool ? DType::boolean : compute; }
+
+// ---- the ops, as (rule, kernel, per-element function) ----------------------------------------
+
+struct Add {
+  static constexpr const char* name = "add";
+  static constexpr Rule rule = Rule::arithmetic;
+  static constexpr int kernel = kernel_id(BinaryKernel::add);
+  template <typename T>
+  static T apply(T a, T b) {
+    if constexpr (std::is_integral_v<T>) return ops_detail::wrap_add(a, b);
+    else return kernels::binary_value<BinaryKernel::add>(a, b);
+  }
+};
+struct Sub {
+  static constexpr const char* name = "sub";
+  static constexpr Rule rule = Rule::arithmetic;
+  static constexpr int kernel = kernel_id(BinaryKernel::sub);
+  template <typename T>
+  static T apply(T a, T b) {
+    if constexpr (std::is_integral_v<T>) return ops_detail::wrap_sub(a, b);
+    else return kernels::binary_value<BinaryKernel::sub>(a, b);
+  }
+};
+struct Mul {
+  static constexpr const char* name = "mul";
+  static constexpr Rule rule = Rule::arithmetic;
+  static constexpr int kernel = kernel_id(BinaryKernel::mul);
+  template <typename T>
+  static T apply(T a, T b) {
+    if constexpr (std::is_integral_v<T>) return ops_detail::wrap_mul(a, b);
+    else return kernels::binary_value<BinaryKernel::mul>(a, b);
+  }
+};
+struct Div {
+  static constexpr const char* name = "div";
+  static constexpr Rule rule = Rule::true_division;
+  static constexpr int kernel = kernel_id(BinaryKernel::div);
+  template <typename T>
+  static T apply(T a, T b) {
+    if constexpr (std::is_integral_v<T>) return b == T(0) ? T(0) : T(a / b);  // never runs: div computes in float
+    else return kernels::binary_value<BinaryKernel::div>(a, b);
+  }
+};
+struct Pow {
+  static constexpr const char* name = "pow";
+  static constexpr Rule rule = Rule::arithmetic;
+  static constexpr int kernel = kNoKernel;
+  template <typename T>
+  static T apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      return std::pow(a, b);
+    } else {
+      // Exponentiation by squaring in unsigned arithmetic (wraps; b >= 0 was checked).
+      using U = std::make_unsigned_t<T>;
+      U result = 1, base = static_cast<U>(a), e = static_cast<U>(b);
+      while (e != 0) {
+        if (e & 1u) result = static_cast<U>(result * base);
+        base = static_cast<U>(base * base);
+        e >>= 1;
+      }
+      return static_cast<T>(result);
+    }
+  }
+};
+struct Maximum {
+  static constexpr const char* name = "maximum";
+  static constexpr Rule rule = Rule::any;
+  static constexpr int kernel = kernel_id(BinaryKernel::maximum);
+  template <typename T>
+  static T apply(T a, T b) { return kernels::binary_value<BinaryKernel::maximum>(a, b); }
+};
+struct Minimum {
+  static constexpr const char* name = "minimum";
+  static constexpr Rule rule = Rule::any;
+  static constexpr int kernel = kernel_id(BinaryKernel::minimum);
+  template <typename T>
+  static T apply(T a, T b) { return kernels::binary_value<BinaryKernel::minimum>(a, b); }
+};
+
+#define CTRAX_BOOL_BINARY(Name, text, expression)       \
+  struct Name {                                         \
+    static constexpr const char* name = text;           \
+    static constexpr Rule rule = Rule::to_bool;         \
+    static constexpr int kernel = kNoKernel;            \
+    template <typename T>                               \
+    static uint8_t apply(T a, T b) {                    \
+      return (expression) ? 1 : 0;                      \
+    }                                                   \
+  };
+CTRAX_BOOL_BINARY(Eq, "eq", a == b)
+CTRAX_BOOL_BINARY(Ne, "ne", a != b)
+CTRAX_BOOL_BINARY(Lt, "lt", a < b)
+CTRAX_BOOL_BINARY(Le, "le", a <= b)
+CTRAX_BOOL_BINARY(Gt, "gt", a > b)
+CTRAX_BOOL_BINARY(Ge, "ge", a >= b)
+CTRAX_BOOL_BINARY(LogicalAnd, "logical_and", a != T(0) && b != T(0))
+CTRAX_BOOL_BINARY(LogicalOr, "logical_or", a != T(0) || b != T(0))
+#undef CTRAX_BOOL_BINARY
+
+// ---- drivers ----------------------------------------------------------------------------------
+
+// True when some element of the integer tensor t is negative (serial: this is a rare path).
+template <typename T>
+bool any_negative(const Tensor& t) {
+  bool found = false;
+  std::array<char*, 1> base{static_cast<char*>(t.raw_data())};
+  std::array<Shape, 1> strides{detail::broadcast_byte_strides(t, t.shape())};
+  detail::strided_loop<1>(
+      t.shape(), base, strides,
+      [&found](std::array<char*, 1> p, std::array<int64_t, 1> st, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) found = found || *reinterpret_cast<const T*>(p[0] + i * st[0]) < T(0);
+      },
+      INT64_MAX);
+  return found;
+}
+
+template <typename Op, typename T>
+void require_valid_exponent(const Tensor& exponent) {
+  if constexpr (std::is_same_v<Op, Pow> && std::is_integral_v<T>) {
+    CTRAX_REQUIRE(!any_negative<T>(exponent), "pow: integer tensors cannot be raised to negative integer powers (",
+                  "the exponent of dtype ", exponent.dtype(), " has a negative element); cast to float first");
+  }
+}
+
+template <typename Op>
+Tensor binary_op(const Tensor& a, const Tensor& b) {
+  ops_detail::require_input(a, Op::name, "a");
+  ops_detail::require_input(b, Op::name, "b");
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), Op::name);
+  const DType dtype = compute_dtype(Op::rule, a.dtype(), b.dtype(), Op::name);
+  const Tensor ac = a.to(dtype);
+  const Tensor bc = b.to(dtype);
+  Tensor out(shape, result_dtype(Op::rule, dtype));
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using Out = decltype(Op::apply(T{}, T{}));
+    require_valid_exponent<Op, T>(bc);
+    ops_detail::map_binary<T, Out, Op::kernel>(out, static_cast<const char*>(ac.raw_data()),
+                                               detail::broadcast_byte_strides(ac, shape),
+                                               static_cast<const char*>(bc.raw_data()),
+                                               detail::broadcast_byte_strides(bc, shape),
+                                               [](T x, T y) { return Op::apply(x, y); });
+  });
+  return out;
+}
+
+// t (op) s, or s (op) t when scalar_first. The scalar is weak: it takes t's dtype when their
+// categories agree (ops_detail::weak_scalar_dtype).
+template <typename Op>
+Tensor binary_scalar_op(const Tensor& t, Scalar s, bool scalar_first) {
+  ops_detail::require_input(t, Op::name, scalar_first ? "b" : "a");
+  const DType sd = ops_detail::weak_scalar_dtype(t.dtype(), s.is_floating);
+  const DType dtype = scalar_first ? compute_dtype(Op::rule, sd, t.dtype(), Op::name)
+                                   : compute_dtype(Op::rule, t.dtype(), sd, Op::name);
+  const Tensor tc = t.to(dtype);
+  Tensor out(t.shape(), result_dtype(Op::rule, dtype));
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using Out = decltype(Op::apply(T{}, T{}));
+    const T value = ops_detail::saturate_cast<T>(s.value);
+    if constexpr (std::is_same_v<Op, Pow> && std::is_integral_v<T>) {
+      if (!scalar_first) {
+        CTRAX_REQUIRE(value >= T(0), "pow: integer tensors cannot be raised to negative integer powers (got exponent ",
+                      s.value, "); cast to float first");
+      } else {
+        require_valid_exponent<Op, T>(tc);
+      }
+    }
+    const char* tp = static_cast<const char*>(tc.raw_data());
+    const char* sp = reinterpret_cast<const char*>(&value);
+    const Shape ts = detail::broadcast_byte_strides(tc, t.shape());
+    const Shape zero = Shape::filled(t.rank(), 0);
+    const auto f = [](T x, T y) { return Op::apply(x, y); };
+    if (scalar_first) ops_detail::map_binary<T, Out, Op::kernel>(out, sp, zero, tp, ts, f);
+    else ops_detail::map_binary<T, Out, Op::kernel>(out, tp, ts, sp, zero, f);
+  });
+  return out;
+}
+
+}  // namespace
+
+// ---- tensor (op) tensor -----------------------------------------------------------------------
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary_op<Add>(a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary_op<Sub>(a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary_op<Mul>(a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary_op<Div>(a, b); }
+Tensor pow(const Tensor& a, const Tensor& b) { return binary_op<Pow>(a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary_op<Maximum>(a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary_op<Minimum>(a, b); }
+Tensor eq(const Tensor& a, const Tensor& b) { return binary_op<Eq>(a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary_op<Ne>(a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary_op<Lt>(a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary_op<Le>(a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return binary_op<Gt>(a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return binary_op<Ge>(a, b); }
+Tensor logical_and(const Tensor& a, const Tensor& b) { return binary_op<LogicalAnd>(a, b); }
+Tensor logical_or(const Tensor& a, const Tensor& b) { return binary_op<LogicalOr>(a, b); }
+
+// ---- with a scalar ----------------------------------------------------------------------------
+
+Tensor add(const Tensor& a, Scalar b) { return binary_scalar_op<Add>(a, b, false); }
+Tensor sub(const Tensor& a, Scalar b) { return binary_scalar_op<Sub>(a, b, false); }
+Tensor sub(Scalar a, const Tensor& b) { return binary_scalar_op<Sub>(b, a, true); }
+Tensor mul(const Tensor& a, Scalar b) { return binary_scalar_op<Mul>(a, b, false); }
+Tensor div(const Tensor& a, Scalar b) { return binary_scalar_op<Div>(a, b, false); }
+Tensor div(Scalar a, const Tensor& b) { return binary_scalar_op<Div>(b, a, true); }
+Tensor pow(const Tensor& a, Scalar b) { return binary_scalar_op<Pow>(a, b, false); }
+Tensor maximum(const Tensor& a, Scalar b) { return binary_scalar_op<Maximum>(a, b, false); }
+Tensor minimum(const Tensor& a, Scalar b) { return binary_scalar_op<Minimum>(a, b, false); }
+
+Tensor scalar_like(Scalar s, const Tensor& like) {
+  ops_detail::require_input(like, "scalar_like", "like");
+  return scalar_tensor(s.value, ops_detail::weak_scalar_dtype(like.dtype(), s.is_floating));
+}
+
+// ---- where ------------------------------------------------------------------------------------
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  ops_detail::require_input(cond, "where", "cond");
+  ops_detail::require_input(a, "where", "a");
+  ops_detail::require_input(b, "where", "b");
+  CTRAX_REQUIRE(is_bool(cond.dtype()), "where: cond must be a bool tensor, got dtype ", cond.dtype(),
+                " (shape ", cond.shape(), "); compare first, e.g. gt(x, 0)");
+  const Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+  const DType dtype = promote_types(a.dtype(), b.dtype());
+  const Tensor ac = a.to(dtype);
+  const Tensor bc = b.to(dtype);
+  Tensor out(shape, dtype);
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    std::array<char*, 4> base{static_cast<char*>(out.raw_data()), static_cast<char*>(cond.raw_data()),
+                              static_cast<char*>(ac.raw_data()), static_cast<char*>(bc.raw_data())};
+    std::array<Shape, 4> strides{detail::broadcast_byte_strides(out, shape), detail::broadcast_byte_strides(cond, shape),
+                                 detail::broadcast_byte_strides(ac, shape), detail::broadcast_byte_strides(bc, shape)};
+    detail::strided_loop<4>(shape, base, strides, [](std::array<char*, 4> p, std::array<int64_t, 4> st, int64_t n) {
+      T* o = reinterpret_cast<T*>(p[0]);
+      for (int64_t i = 0; i < n; ++i) {
+        const bool c = *reinterpret_cast<const uint8_t*>(p[1] + i * st[1]) != 0;
+        o[i] = *reinterpret_cast<const T*>(p[c ? 2 : 3] + i * st[c ? 2 : 3]);
+      }
+    });
+  });
+  return out;
+}
+
+}  // namespace ctrax

@@ -1,0 +1,238 @@
+// The unary elementwise ops of tensor/ops.h: neg, abs, ..., logical_not.
+//
+// What it is for: each op's dtype rule and per-element formula. The loop itself is
+// ops_detail::map_unary (elementwise_util.h), which walks any strided input and sends
+// contiguous float runs of neg, relu, square, exp, tanh and sigmoid to the vectorised kernels.
+//
+// Dtype families (ops.h):
+//   real      exp, log, ..., gelu, sin, cos: integer and bool inputs become float32;
+//   arithmetic neg, abs, sign, square, relu, clip: keep the dtype; bool throws; integers wrap
+//             modulo 2^bits where the true result does not fit (neg/abs of INT_MIN);
+//   rounding  floor, ceil, round: integer and bool inputs are returned as a copy;
+//   tests     isnan, isfinite, logical_not: give bool for every input dtype.
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "../../kernels/elementwise/elementwise_math.h"
+#include "../ops.h"
+#include "elementwise_util.h"
+
+namespace ctrax {
+
+namespace {
+
+using kernels::UnaryKernel;
+using ops_detail::kNoKernel;
+using ops_detail::map_unary;
+
+constexpr int kernel_id(UnaryKernel k) { return static_cast<int>(k); }
+
+// Real-valued op: computes in float32 (or float64 for float64 input).
+template <int Kernel = kNoKernel, typename F>
+Tensor real_unary(const Tensor& x, const char* op, F f) {
+  ops_detail::require_input(x, op, "x");
+  const Tensor xf = is_floating(x.dtype()) ? x : x.to(DType::float32);
+  Tensor out(xf.shape(), xf.dtype());
+  dispatch_floating(xf.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    map_unary<T, T, Kernel>(xf, out, [&f](T v) -> T { return f(v); });
+  });
+  return out;
+}
+
+inline void require_not_bool(const Tensor& x, const char* op) {
+  CTRAX_REQUIRE(!is_bool(x.dtype()), op, ": arithmetic on a bool tensor (shape ", x.shape(),
+                ") is not supported; cast it first, e.g. x.to(DType::int32)");
+}
+
+// Arithmetic op: same dtype in and out, bool rejected.
+template <int Kernel = kNoKernel, typename F>
+Tensor arithmetic_unary(const Tensor& x, const char* op, F f) {
+  ops_detail::require_input(x, op, "x");
+  require_not_bool(x, op);
+  Tensor out(x.shape(), x.dtype());
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (!std::is_same_v<T, uint8_t>) map_unary<T, T, Kernel>(x, out, [&f](T v) -> T { return f(v); });
+  });
+  return out;
+}
+
+// Rounding op: floating inputs are rounded, integer and bool ones copied.
+template <typename F>
+Tensor rounding_unary(const Tensor& x, const char* op, F f) {
+  ops_detail::require_input(x, op, "x");
+  if (!is_floating(x.dtype())) return x.clone();
+  Tensor out(x.shape(), x.dtype());
+  dispatch_floating(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    map_unary<T, T>(x, out, [&f](T v) -> T { return f(v); });
+  });
+  return out;
+}
+
+// Test op: any dtype in, bool (stored as uint8_t 0/1) out.
+template <typename F>
+Tensor test_unary(const Tensor& x, const char* op, F f) {
+  ops_detail::require_input(x, op, "x");
+  Tensor out(x.shape(), DType::boolean);
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    map_unary<T, uint8_t>(x, out, [&f](T v) -> uint8_t { return f(v) ? 1 : 0; });
+  });
+  return out;
+}
+
+// -x for integers wraps, so -INT_MIN == INT_MIN (as NumPy) instead of overflowing.
+template <typename T>
+T negate(T v) {
+  if constexpr (std::is_integral_v<T>) return ops_detail::wrap_sub(T(0), v);
+  else return kernels::unary_value<UnaryKernel::neg>(v);
+}
+
+// Round half to even: floor, then step up when the fraction is above one half, or exactly
+// one half with an odd floor. The sign is copied back so that round(-0.3) = -0 (as NumPy).
+// Unlike std::nearbyint this does not depend on the floating-point rounding mode.
+template <typename T>
+T round_half_even(T v) {
+  T r = std::floor(v);
+  const T fraction = v - r;  // NaN for +-inf and NaN, which then fall through unchanged
+  if (fraction > T(0.5) || (fraction == T(0.5) && std::fmod(r, T(2)) != T(0))) r += T(1);
+  return std::copysign(r, v);
+}
+
+}  // namespace
+
+// ---- arithmetic -------------------------------------------------------------------------------
+
+Tensor neg(const Tensor& x) {
+  return arithmetic_unary<kernel_id(UnaryKernel::neg)>(x, "neg", [](auto v) { return negate(v); });
+}
+
+Tensor abs(const Tensor& x) {
+  return arithmetic_unary(x, "abs", [](auto v) {
+    using T = decltype(v);
+    if constexpr (std::is_integral_v<T>) return v < T(0) ? negate(v) : v;
+    else return std::fabs(v);
+  });
+}
+
+Tensor sign(const Tensor& x) {
+  // 0, -0 and NaN are returned as they are.
+  return arithmetic_unary(x, "sign", [](auto v) {
+    using T = decltype(v);
+    return v > T(0) ? T(1) : (v < T(0) ? T(-1) : v);
+  });
+}
+
+Tensor square(const Tensor& x) {
+  return arithmetic_unary<kernel_id(UnaryKernel::square)>(x, "square", [](auto v) {
+    using T = decltype(v);
+    if constexpr (std::is_integral_v<T>) return ops_detail::wrap_mul(v, v);
+    else return kernels::unary_value<UnaryKernel::square>(v);
+  });
+}
+
+Tensor relu(const Tensor& x) {
+  return arithmetic_unary<kernel_id(UnaryKernel::relu)>(x, "relu", [](auto v) {
+    using T = decltype(v);
+    return v <= T(0) ? T(0) : v;  // kernels::unary_value<relu> for floats: +0 for -0, NaN kept
+  });
+}
+
+Tensor clip(const Tensor& x, Scalar lo, Scalar hi) {
+  ops_detail::require_input(x, "clip", "x");
+  require_not_bool(x, "clip");
+  CTRAX_REQUIRE(lo.value <= hi.value, "clip: lo (", lo.value, ") must be <= hi (", hi.value,
+                "), and neither may be NaN");
+  // The bounds are weak scalars: a floating bound makes an integer tensor float32.
+  const DType dtype = (lo.is_floating || hi.is_floating) ? ops_detail::weak_scalar_dtype(x.dtype(), true) : x.dtype();
+  const Tensor xc = x.to(dtype);
+  Tensor out(xc.shape(), dtype);
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    // Saturating conversion: an int32 tensor clipped to [-1e20, 1e20] is left unchanged.
+    const T low = ops_detail::saturate_cast<T>(lo.value);
+    const T high = ops_detail::saturate_cast<T>(hi.value);
+    map_unary<T, T>(xc, out, [low, high](T v) -> T { return v < low ? low : (v > high ? high : v); });
+  });
+  return out;
+}
+
+// ---- real-valued ------------------------------------------------------------------------------
+
+Tensor exp(const Tensor& x) {
+  return real_unary<kernel_id(UnaryKernel::exp)>(x, "exp", [](auto v) { return kernels::unary_value<UnaryKernel::exp>(v); });
+}
+Tensor tanh(const Tensor& x) {
+  return real_unary<kernel_id(UnaryKernel::tanh)>(x, "tanh",
+                                                  [](auto v) { return kernels::unary_value<UnaryKernel::tanh>(v); });
+}
+Tensor sigmoid(const Tensor& x) {
+  return real_unary<kernel_id(UnaryKernel::sigmoid)>(
+      x, "sigmoid", [](auto v) { return kernels::unary_value<UnaryKernel::sigmoid>(v); });
+}
+Tensor log(const Tensor& x) { return real_unary(x, "log", [](auto v) { return std::log(v); }); }
+Tensor log1p(const Tensor& x) { return real_unary(x, "log1p", [](auto v) { return std::log1p(v); }); }
+Tensor expm1(const Tensor& x) { return real_unary(x, "expm1", [](auto v) { return std::expm1(v); }); }
+Tensor sqrt(const Tensor& x) { return real_unary(x, "sqrt", [](auto v) { return std::sqrt(v); }); }
+Tensor rsqrt(const Tensor& x) {
+  return real_unary(x, "rsqrt", [](auto v) { return decltype(v)(1) / std::sqrt(v); });
+}
+Tensor reciprocal(const Tensor& x) {
+  return real_unary(x, "reciprocal", [](auto v) { return decltype(v)(1) / v; });
+}
+Tensor sin(const Tensor& x) { return real_unary(x, "sin", [](auto v) { return std::sin(v); }); }
+Tensor cos(const Tensor& x) { return real_unary(x, "cos", [](auto v) { return std::cos(v); }); }
+
+Tensor softplus(const Tensor& x) {
+  // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): the exponent is never positive, so no overflow,
+  // and for large |x| the result tends to max(x, 0) exactly.
+  return real_unary(x, "softplus", [](auto v) {
+    using T = decltype(v);
+    return (v > T(0) ? v : T(0)) + std::log1p(std::exp(-std::fabs(v)));
+  });
+}
+
+Tensor gelu(const Tensor& x, bool approximate) {
+  if (approximate) {
+    // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    return real_unary(x, "gelu", [](auto v) {
+      using T = decltype(v);
+      const T sqrt_2_over_pi = T(0.79788456080286535588);
+      return T(0.5) * v * (T(1) + std::tanh(sqrt_2_over_pi * (v + T(0.044715) * v * v * v)));
+    });
+  }
+  // x Phi(x) = 0.5 x (1 + erf(x / sqrt 2))
+  return real_unary(x, "gelu", [](auto v) {
+    using T = decltype(v);
+    return T(0.5) * v * (T(1) + std::erf(v * T(0.70710678118654752440)));
+  });
+}
+
+// ---- rounding -------------------------------------------------------------------------------
+
+Tensor floor(const Tensor& x) { return rounding_unary(x, "floor", [](auto v) { return std::floor(v); }); }
+Tensor ceil(const Tensor& x) { return rounding_unary(x, "ceil", [](auto v) { return std::ceil(v); }); }
+Tensor round(const Tensor& x) { return rounding_unary(x, "round", [](auto v) { return round_half_even(v); }); }
+
+// ---- tests ----------------------------------------------------------------------------------
+
+Tensor isnan(const Tensor& x) {
+  return test_unary(x, "isnan", [](auto v) {
+    if constexpr (std::is_floating_point_v<decltype(v)>) return std::isnan(v);
+    else return false;
+  });
+}
+Tensor isfinite(const Tensor& x) {
+  return test_unary(x, "isfinite", [](auto v) {
+    if constexpr (std::is_floating_point_v<decltype(v)>) return std::isfinite(v);
+    else return true;
+  });
+}
+Tensor logical_not(const Tensor& x) {
+  return test_unary(x, "logical_not", [](auto v) { return v == decltype(v)(0); });
+}
+
+}  // namespace ctrax
