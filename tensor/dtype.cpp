@@ -4,17 +4,6 @@
 
 namespace ctrax {
 
-size_t dtype_size(DType dtype) {
-  switch (dtype) {
-    case DType::float32: return 4;
-    case DType::float64: return 8;
-    case DType::int32: return 4;
-    case DType::int64: return 8;
-    case DType::boolean: return 1;
-  }
-  CTRAX_CHECK(false, "unknown dtype ", static_cast<int>(dtype));
-}
-
 const char* dtype_name(DType dtype) {
   switch (dtype) {
     case DType::float32: return "float32";

@@ -25,7 +25,15 @@ enum class DType : uint8_t { float32, float64, int32, int64, boolean };
 
 inline constexpr int kDTypeCount = 5;
 
-size_t dtype_size(DType dtype);
+// Bytes per element. Inline: every op asks, so it must cost nothing.
+inline size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::float64:
+    case DType::int64: return 8;
+    case DType::boolean: return 1;
+    default: return 4;
+  }
+}
 const char* dtype_name(DType dtype);
 inline bool is_floating(DType d) { return d == DType::float32 || d == DType::float64; }
 inline bool is_integer(DType d) { return d == DType::int32 || d == DType::int64; }

@@ -19,12 +19,8 @@ Shape::Shape(const int64_t* dims, int rank) {
   rank_ = rank;
 }
 
-Shape Shape::filled(int rank, int64_t value) {
-  CTRAX_REQUIRE(rank >= 0 && rank <= kMaxRank, "Shape: rank ", rank, " is outside [0, ", kMaxRank, "]");
-  Shape s;
-  for (int i = 0; i < rank; ++i) s.dims_[i] = value;
-  s.rank_ = rank;
-  return s;
+void Shape::throw_bad_rank(int rank) {
+  CTRAX_THROW("Shape: rank ", rank, " is outside [0, ", kMaxRank, "]");
 }
 
 void Shape::push_back(int64_t d) {
@@ -69,16 +65,6 @@ std::string to_string(const Shape& shape) {
   std::ostringstream out;
   out << shape;
   return out.str();
-}
-
-Shape contiguous_strides(const Shape& shape) {
-  Shape strides = Shape::filled(shape.rank(), 1);
-  int64_t running = 1;
-  for (int i = shape.rank() - 1; i >= 0; --i) {
-    strides[i] = running;
-    running *= shape[i] > 0 ? shape[i] : 1;
-  }
-  return strides;
 }
 
 int normalize_axis(int axis, int rank, const char* op) {

@@ -24,7 +24,13 @@ class Shape {
   Shape(std::initializer_list<int64_t> dims);
   explicit Shape(const std::vector<int64_t>& dims);
   Shape(const int64_t* dims, int rank);
-  static Shape filled(int rank, int64_t value);
+  static Shape filled(int rank, int64_t value) {
+    if (rank < 0 || rank > kMaxRank) throw_bad_rank(rank);
+    Shape s;
+    for (int i = 0; i < rank; ++i) s.dims_[i] = value;
+    s.rank_ = rank;
+    return s;
+  }
 
   int rank() const { return rank_; }
   int size() const { return rank_; }
@@ -50,6 +56,7 @@ class Shape {
   bool operator!=(const Shape& other) const { return !(*this == other); }
 
  private:
+  [[noreturn]] static void throw_bad_rank(int rank);
   std::array<int64_t, kMaxRank> dims_{};
   int rank_ = 0;
 };
@@ -58,7 +65,15 @@ std::ostream& operator<<(std::ostream& out, const Shape& shape);
 std::string to_string(const Shape& shape);
 
 // Row-major strides (in elements) of a contiguous tensor of this shape.
-Shape contiguous_strides(const Shape& shape);
+inline Shape contiguous_strides(const Shape& shape) {
+  Shape strides = Shape::filled(shape.rank(), 1);
+  int64_t running = 1;
+  for (int i = shape.rank() - 1; i >= 0; --i) {
+    strides[i] = running;
+    running *= shape[i] > 0 ? shape[i] : 1;
+  }
+  return strides;
+}
 
 // Maps axis in [-rank, rank) to [0, rank); throws ctrax::Error naming `op` otherwise.
 int normalize_axis(int axis, int rank, const char* op);

@@ -2,23 +2,100 @@
 
 #include <cstdlib>
 #include <new>
+#include <vector>
 
 #include "../kernels/check.h"
 
 namespace ctrax {
 
+// ---------------------------------------------------------------------------------------------
+// A per-thread cache of small CPU blocks.
+//
+// Why: RL steps make thousands of tiny tensors, and an aligned malloc/free pair costs several
+// hundred instructions (glibc's memalign path, then chunk consolidation on free), which was the
+// largest part of an op's overhead on a one-element tensor. Blocks up to kMaxCachedBytes are
+// rounded up to a power of two and, when freed, kept on a free list of their size class
+// for the next allocation on the same thread. A block freed on another thread simply joins
+// that thread's lists: blocks are plain memory, so that is safe.
+//
+// Bounds: each thread keeps at most kMaxCachedBytesPerThread; beyond that blocks go back to
+// the system. The lists are returned to the system when the thread exits.
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+constexpr int kMinClassLog2 = 6;   // 64 bytes, one cache line
+constexpr int kMaxClassLog2 = 20;  // 1 MiB
+constexpr size_t kMaxCachedBytes = size_t{1} << kMaxClassLog2;
+constexpr size_t kMaxCachedBytesPerThread = size_t{64} << 20;
+
+int size_class(size_t nbytes) {
+  int log2 = kMinClassLog2;
+  while ((size_t{1} << log2) < nbytes) ++log2;
+  return log2;
+}
+
+class BlockCache {
+ public:
+  ~BlockCache() {
+    alive_ = false;
+    for (auto& list : free_lists_)
+      for (void* block : list) std::free(block);
+  }
+  void* take(int cls) {
+    auto& list = free_lists_[cls - kMinClassLog2];
+    if (list.empty()) return nullptr;
+    void* block = list.back();
+    list.pop_back();
+    cached_bytes_ -= size_t{1} << cls;
+    return block;
+  }
+  // Returns false when the block should go back to the system instead.
+  bool give(int cls, void* block) {
+    const size_t bytes = size_t{1} << cls;
+    if (!alive_ || cached_bytes_ + bytes > kMaxCachedBytesPerThread) return false;
+    free_lists_[cls - kMinClassLog2].push_back(block);
+    cached_bytes_ += bytes;
+    return true;
+  }
+  static bool alive() { return alive_; }
+
+ private:
+  std::vector<void*> free_lists_[kMaxClassLog2 - kMinClassLog2 + 1];
+  size_t cached_bytes_ = 0;
+  static thread_local bool alive_;
+};
+thread_local bool BlockCache::alive_ = true;
+
+BlockCache& block_cache() {
+  static thread_local BlockCache cache;
+  return cache;
+}
+
+}  // namespace
+
 Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
   CTRAX_REQUIRE(device.is_cpu(), "Storage: cannot allocate on ", device,
                 ": this build of ctrax has no CUDA backend yet (expected device cpu)");
-  // aligned_alloc wants a size that is a multiple of the alignment; zero-sized tensors still
-  // get a valid (unused) block so data pointers are never null.
-  const size_t rounded = ((nbytes + kStorageAlignment - 1) / kStorageAlignment) * kStorageAlignment;
   CTRAX_REQUIRE(nbytes <= (size_t{1} << 46), "Storage: refusing to allocate ", nbytes,
                 " bytes (more than 64 TiB; is a shape wrong?)");
-  data_ = std::aligned_alloc(kStorageAlignment, rounded == 0 ? kStorageAlignment : rounded);
+  if (nbytes <= kMaxCachedBytes) {
+    // Zero-sized tensors still get a valid (unused) block so data pointers are never null.
+    const int cls = size_class(nbytes == 0 ? 1 : nbytes);
+    data_ = BlockCache::alive() ? block_cache().take(cls) : nullptr;
+    if (data_ == nullptr) data_ = std::aligned_alloc(kStorageAlignment, size_t{1} << cls);
+  } else {
+    // aligned_alloc wants a size that is a multiple of the alignment.
+    const size_t rounded = ((nbytes + kStorageAlignment - 1) / kStorageAlignment) * kStorageAlignment;
+    data_ = std::aligned_alloc(kStorageAlignment, rounded);
+  }
   CTRAX_REQUIRE(data_ != nullptr, "Storage: out of memory allocating ", nbytes, " bytes on ", device);
 }
 
-Storage::~Storage() { std::free(data_); }
+Storage::~Storage() {
+  if (nbytes_ <= kMaxCachedBytes && BlockCache::alive()) {
+    if (block_cache().give(size_class(nbytes_ == 0 ? 1 : nbytes_), data_)) return;
+  }
+  std::free(data_);
+}
 
 }  // namespace ctrax

@@ -45,10 +45,6 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, const Shape& shape, const Shape
   CTRAX_CHECK(storage_ != nullptr);
 }
 
-void Tensor::require_defined(const char* op) const {
-  CTRAX_REQUIRE(defined(), op, ": the tensor is undefined (default-constructed)");
-}
-
 int64_t Tensor::size(int axis) const { return shape_[normalize_axis(axis, rank(), "Tensor::size")]; }
 
 bool Tensor::is_contiguous() const {
@@ -60,11 +56,6 @@ bool Tensor::is_contiguous() const {
     expected *= shape_[i];
   }
   return true;
-}
-
-void* Tensor::raw_data() const {
-  require_defined("Tensor::data");
-  return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(element_size());
 }
 
 template <typename T>

@@ -59,7 +59,10 @@ class Tensor {
   bool shares_storage_with(const Tensor& other) const { return storage_ && storage_ == other.storage_; }
 
   // Pointer to the first element (offset applied). data<T>() checks that T matches the dtype.
-  void* raw_data() const;
+  void* raw_data() const {
+    require_defined("Tensor::data");
+    return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(element_size());
+  }
   template <typename T>
   T* data() const {
     CTRAX_REQUIRE(dtype_of<T>() == dtype_, "Tensor::data: the tensor has dtype ", dtype_,
@@ -116,7 +119,9 @@ class Tensor {
   std::string to_string() const;
 
  private:
-  void require_defined(const char* op) const;
+  void require_defined(const char* op) const {
+    CTRAX_REQUIRE(defined(), op, ": the tensor is undefined (default-constructed)");
+  }
 
   std::shared_ptr<Storage> storage_;
   Shape shape_;
