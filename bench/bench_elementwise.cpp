@@ -7,7 +7,7 @@
 //   - a broadcast add (64 x 256) + (256);
 //   - time per call of add, mul and relu on a 1-element and a 64 x 64 float32 tensor with one
 //     thread: the overhead that dominates RL-sized workloads.
-// bench/run_elementwise.sh runs it and writes bench/results/elementwise.md.
+// bench/run_bench.sh elementwise runs it and writes bench/results/elementwise.md.
 #include <benchmark/benchmark.h>
 
 #include <ctrax/kernels/elementwise/elementwise.h>

@@ -1,4 +1,4 @@
-"""Per-op overhead of PyTorch eager for the side-by-side table of bench/run_elementwise.sh.
+"""Per-op overhead of PyTorch eager for the side-by-side table of bench/run_bench.sh elementwise.
 
 Times add, mul, x * 0.5 and relu on a 1-element and a 64 x 64 float32 tensor with one thread,
 matching BM_overhead_* in bench_elementwise.cpp. Prints {name: nanoseconds per call} as JSON.

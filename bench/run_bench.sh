@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Runs the already-built elementwise benchmark and writes bench/results/elementwise.md.
-# Builds nothing. Usage: bench/run_elementwise.sh [path/to/bench_elementwise] [repetitions]
-# (default build/bench/bench_elementwise, 5 repetitions; the table shows medians).
-# If PyTorch is importable, bench/torch_elementwise.py adds its per-op overhead alongside.
+# Runs one already-built Google Benchmark program and writes bench/results/NAME.md.
+# Builds nothing. Usage: bench/run_bench.sh NAME [path/to/bench_NAME] [repetitions]
+#   NAME: elementwise or reduce (bench_NAME.cpp); default binary build/bench/bench_NAME,
+#   5 repetitions; the table shows medians. GEMM has its own script (run_gemm.sh), which
+#   also runs OpenBLAS under several kernels.
+# If PyTorch is importable and bench/torch_NAME.py exists, its figures are added alongside.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-binary="${1:-build/bench/bench_elementwise}"
-reps="${2:-5}"
+name="${1:?usage: bench/run_bench.sh NAME [binary] [repetitions]}"
+binary="${2:-build/bench/bench_$name}"
+reps="${3:-5}"
 if [[ ! -x "$binary" ]]; then
-  echo "run_elementwise.sh: no benchmark binary at $binary (build the bench_elementwise target first)" >&2
+  echo "run_bench.sh: no benchmark binary at $binary (build the bench_$name target first)" >&2
   exit 1
 fi
 mkdir -p "$here/results"
@@ -17,10 +20,10 @@ trap 'rm -f "$json" "$json.torch"' EXIT
 "$binary" --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
   --benchmark_format=json --benchmark_out="$json" --benchmark_out_format=json > /dev/null
 torch_json=""
-if python3 -c "import torch" 2> /dev/null; then
-  python3 "$here/torch_elementwise.py" > "$json.torch" && torch_json="$json.torch"
+if [[ -f "$here/torch_$name.py" ]] && python3 -c "import torch" 2> /dev/null; then
+  python3 "$here/torch_$name.py" > "$json.torch" && torch_json="$json.torch"
 fi
-python3 - "$json" "$here/results/elementwise.md" "$torch_json" <<'PY'
+python3 - "$json" "$here/results/$name.md" "$torch_json" "$name" <<'PY'
 import json, os, sys
 data = json.load(open(sys.argv[1]))
 out_path, torch_path = sys.argv[2], sys.argv[3]
@@ -32,7 +35,7 @@ for line in open("/proc/cpuinfo"):
         break
 threads = os.environ.get("CTRAX_NUM_THREADS", str(ctx.get("num_cpus", "?")))
 rows = [b for b in data["benchmarks"] if b.get("aggregate_name") == "median"]
-lines = ["# Elementwise benchmarks", "",
+lines = [f"# {sys.argv[4].capitalize()} benchmarks", "",
          f"- CPU: {cpu} ({ctx.get('num_cpus')} logical CPUs visible, load avg {ctx.get('load_avg')})",
          f"- ctrax threads: {threads} (overhead rows force 1 thread)",
          f"- date: {ctx.get('date')}; medians of {rows[0].get('repetitions', '?') if rows else '?'} repetitions",
@@ -48,8 +51,8 @@ if torch_path:
     lines += ["", "## PyTorch eager, same per-op overhead (1 thread)", "", "| op | time per call |", "|---|---|"]
     for name, ns in json.load(open(torch_path)).items():
         lines.append(f"| {name} | {fmt(ns)} |")
-else:
-    lines += ["", "(PyTorch not installed: no side-by-side overhead table.)"]
+elif os.path.exists(os.path.join(os.path.dirname(out_path), "..", f"torch_{sys.argv[4]}.py")):
+    lines += ["", "(PyTorch not installed: no side-by-side table.)"]
 open(out_path, "w").write("\n".join(lines) + "\n")
 print(f"wrote {out_path}")
 PY
