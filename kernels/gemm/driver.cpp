@@ -13,7 +13,8 @@ namespace {
 
 // Below this many multiply-adds (m * n * k) a GEMM runs on the calling thread: waking a
 // worker costs a few microseconds, which is what ~100k FMAs take on one AVX-512 core.
-constexpr int64_t kMinParallelFmas = int64_t{1} << 20;
+// (Measured: at 128^3 = 2^21 two threads still lose to one on this 2-core machine.)
+constexpr int64_t kMinParallelFmas = int64_t{1} << 22;
 
 // An operand is read in place (not packed) when its kc-deep slice spans at most this many
 // bytes of rows: small enough that its lines stay in L1/L2 across the tiles that reuse them.
@@ -29,6 +30,12 @@ PackBuffer<T>& a_buffer() {
 }
 template <typename T>
 PackBuffer<T>& b_buffer() {
+  thread_local PackBuffer<T> buffer;
+  return buffer;
+}
+
+template <typename T>
+PackBuffer<T>& narrow_buffer() {
   thread_local PackBuffer<T> buffer;
   return buffer;
 }
@@ -58,8 +65,10 @@ void blocked_gemm(const KernelSpec<T>& spec, const Problem& p, T alpha, const T*
                   T* c) {
   const int64_t mr = spec.mr, nr = spec.nr;
   // In place: op(B) = B rows are unit stride in j; op(A) = A^T rows are unit stride in i.
-  const bool b_in_place = !p.trans_b && p.n * int64_t(sizeof(T)) <= kInPlaceMaxRowBytes;
-  const bool a_in_place = p.trans_a && p.m * int64_t(sizeof(T)) <= kInPlaceMaxRowBytes;
+  // A single row (column) of tiles reads each B (A) panel exactly once, so packing it would
+  // be pure overhead whatever its size.
+  const bool b_in_place = !p.trans_b && (p.n * int64_t(sizeof(T)) <= kInPlaceMaxRowBytes || p.m <= mr);
+  const bool a_in_place = p.trans_a && (p.m * int64_t(sizeof(T)) <= kInPlaceMaxRowBytes || p.n <= nr);
   // op(A) = A has unit stride along k instead: the kernel can broadcast from its rows directly.
   // Packing it pays once the A block is reused by many column panels, so only for narrow C.
   const bool a_rows_in_place = !p.trans_a && p.n <= kRowsInPlaceMaxCols;
@@ -133,6 +142,85 @@ void blocked_gemm(const KernelSpec<T>& spec, const Problem& p, T alpha, const T*
   }
 }
 
+// blocked_gemm on the whole problem, split over threads when it is big enough. Ranges are
+// whole tiles, so the tile grid (and with it every rounding) is that of the one-thread run.
+template <typename T>
+void threaded_gemm(const KernelSpec<T>& spec, const Problem& p, T alpha, const T* a, const T* b, T beta, T* c) {
+  const bool parallel = p.m * p.n * p.k >= kMinParallelFmas && !in_parallel_region() && num_threads() > 1;
+  if (!parallel) {
+    blocked_gemm(spec, p, alpha, a, b, beta, c);
+    return;
+  }
+
+  // Split the side with more tiles; ranges are whole tiles so the tile grid does not move.
+  const int64_t col_tiles = (p.n + spec.nr - 1) / spec.nr;
+  const int64_t row_tiles = (p.m + spec.mr - 1) / spec.mr;
+  if (col_tiles >= row_tiles) {
+    parallel_for(col_tiles, 1, [&](int64_t t0, int64_t t1) {
+      const int64_t j0 = t0 * spec.nr, j1 = std::min(p.n, t1 * spec.nr);
+      Problem part = p;
+      part.n = j1 - j0;
+      const T* b_part = p.trans_b ? b + j0 * p.ldb : b + j0;
+      blocked_gemm(spec, part, alpha, a, b_part, beta, c + j0);
+    });
+  } else {
+    parallel_for(row_tiles, 1, [&](int64_t t0, int64_t t1) {
+      const int64_t i0 = t0 * spec.mr, i1 = std::min(p.m, t1 * spec.mr);
+      Problem part = p;
+      part.m = i1 - i0;
+      const T* a_part = p.trans_a ? a + i0 : a + i0 * p.lda;
+      blocked_gemm(spec, part, alpha, a_part, b, beta, c + i0 * p.ldc);
+    });
+  }
+}
+
+// The N columns of a k x N row-major B as N rows of k: out[j * k + q] = B(q, j). N fixed at
+// compile time so the inner loop unrolls into N streams.
+template <typename T, int N>
+void copy_columns(const T* b, int64_t ldb, int64_t k, T* out) {
+  for (int64_t q = 0; q < k; ++q)
+    for (int j = 0; j < N; ++j) out[j * k + q] = b[q * ldb + j];
+}
+
+// C with at most kNarrowMaxCols columns (see narrow_body.h for why the register tile does not
+// fit it): dot products along k when op(A) = A (rows unit stride in k), vectors along m with
+// B broadcast when op(A) = A^T. Neither depends on the thread count: rows of C split freely.
+template <typename T>
+void narrow_gemm(const KernelSpec<T>& spec, const Problem& p, T alpha, const T* a, const T* b, T beta, T* c) {
+  const int n = static_cast<int>(p.n);
+  NarrowArgs<T> args{p.m, p.k, n, p.trans_a, a, p.lda, b, 0, 0, c, p.ldc, alpha, beta};
+  // op(B)(q, j) = b[q * b_p_stride + j * b_j_stride].
+  args.b_p_stride = p.trans_b ? 1 : p.ldb;
+  args.b_j_stride = p.trans_b ? p.ldb : 1;
+  if (!p.trans_a && !p.trans_b) {
+    // The dot form needs B's columns unit stride in k.
+    T* columns = narrow_buffer<T>().reserve(static_cast<size_t>(p.n * p.k));
+    switch (n) {
+      case 1: copy_columns<T, 1>(b, p.ldb, p.k, columns); break;
+      case 2: copy_columns<T, 2>(b, p.ldb, p.k, columns); break;
+      case 3: copy_columns<T, 3>(b, p.ldb, p.k, columns); break;
+      default: copy_columns<T, 4>(b, p.ldb, p.k, columns); break;
+    }
+    args.b = columns;
+    args.b_p_stride = 1;
+    args.b_j_stride = p.k;
+  }
+  const bool parallel = p.m * p.n * p.k >= kMinParallelFmas && !in_parallel_region() && num_threads() > 1;
+  if (!parallel) {
+    spec.narrow(args);
+    return;
+  }
+  // Rows of C are independent and each is computed the same way in any range. The column copy
+  // above lives in the calling thread's buffer; workers only read it.
+  parallel_for(p.m, 64, [&](int64_t i0, int64_t i1) {
+    NarrowArgs<T> part = args;
+    part.m = i1 - i0;
+    part.a = p.trans_a ? a + i0 : a + i0 * p.lda;
+    part.c = c + i0 * p.ldc;
+    spec.narrow(part);
+  });
+}
+
 }  // namespace
 
 template <typename T>
@@ -144,32 +232,11 @@ void native_gemm(const KernelSpec<T>& spec, bool trans_a, bool trans_b, int64_t 
     return;
   }
   const Problem whole{trans_a, trans_b, m, n, k, lda, ldb, ldc};
-  const bool parallel = m * n * k >= kMinParallelFmas && !in_parallel_region() && num_threads() > 1;
-  if (!parallel) {
-    blocked_gemm(spec, whole, alpha, a, b, beta, c);
+  if (n <= kNarrowMaxCols) {
+    narrow_gemm(spec, whole, alpha, a, b, beta, c);
     return;
   }
-
-  // Split the side with more tiles; ranges are whole tiles so the tile grid does not move.
-  const int64_t col_tiles = (n + spec.nr - 1) / spec.nr;
-  const int64_t row_tiles = (m + spec.mr - 1) / spec.mr;
-  if (col_tiles >= row_tiles) {
-    parallel_for(col_tiles, 1, [&](int64_t t0, int64_t t1) {
-      const int64_t j0 = t0 * spec.nr, j1 = std::min(n, t1 * spec.nr);
-      Problem part = whole;
-      part.n = j1 - j0;
-      const T* b_part = trans_b ? b + j0 * ldb : b + j0;
-      blocked_gemm(spec, part, alpha, a, b_part, beta, c + j0);
-    });
-  } else {
-    parallel_for(row_tiles, 1, [&](int64_t t0, int64_t t1) {
-      const int64_t i0 = t0 * spec.mr, i1 = std::min(m, t1 * spec.mr);
-      Problem part = whole;
-      part.m = i1 - i0;
-      const T* a_part = trans_a ? a + i0 : a + i0 * lda;
-      blocked_gemm(spec, part, alpha, a_part, b, beta, c + i0 * ldc);
-    });
-  }
+  threaded_gemm(spec, whole, alpha, a, b, beta, c);
 }
 
 template void native_gemm<float>(const KernelSpec<float>&, bool, bool, int64_t, int64_t, int64_t, float,

@@ -12,6 +12,9 @@
 // unit stride along n, and op(A) = A^T already has unit stride along m, which is all the
 // micro-kernel needs, so those are read in place when they are small enough to stay in cache.
 //
+// C with at most 4 columns (a value head, a 2-action policy) does not fill a register tile's
+// 16-32 lanes; it takes the narrow path instead (narrow_body.h, driver.cpp: narrow_gemm).
+//
 // Threads split C into column (or row) ranges aligned to NR (MR). The k blocking and the tile
 // grid are the same for every split, and each tile's k loop is fixed, so the result is
 // bitwise independent of the thread count. Work below a threshold stays on the caller.

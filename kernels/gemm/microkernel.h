@@ -41,6 +41,31 @@ struct TileArgs {
 template <typename T>
 using MicroKernel = void (*)(const TileArgs<T>& tile);
 
+// The narrow-C kernel (narrow_body.h): all of C = alpha * op(A) * B + beta * C for a C of
+// 1..kNarrowMaxCols columns. Two forms, by the layout of A:
+//   a_transposed == false: A(i, p) = a[i * lda + p], and B must have b_p_stride == 1
+//                          (dot products along k);
+//   a_transposed == true:  A(i, p) = a[p * lda + i] (vectors along m, B broadcast).
+// B(p, j) = b[p * b_p_stride + j * b_j_stride]; C(i, j) = c[i * ldc + j].
+constexpr int kNarrowMaxCols = 4;
+
+template <typename T>
+struct NarrowArgs {
+  int64_t m, k;
+  int n;  // 1..kNarrowMaxCols
+  bool a_transposed;
+  const T* a;
+  int64_t lda;
+  const T* b;
+  int64_t b_p_stride, b_j_stride;
+  T* c;
+  int64_t ldc;
+  T alpha, beta;
+};
+
+template <typename T>
+using NarrowKernel = void (*)(const NarrowArgs<T>& args);
+
 // A micro-kernel with the cache blocking chosen for it (by benchmark, see bench/bench_gemm.cpp):
 //   kc: depth of a packed panel pair; a B micro-panel (kc x NR) stays in L1 across a block of A.
 //   mc: rows of the packed A block (mc x kc), sized to sit in L2.
@@ -54,6 +79,7 @@ struct KernelSpec {
   int64_t kc;
   int64_t nc;
   MicroKernel<T> kernel;
+  NarrowKernel<T> narrow;
 };
 
 // One per ISA and type, defined in microkernel_<n>_<isa>.cpp. The AVX2 and AVX-512 ones may

@@ -27,9 +27,14 @@ struct Scalar1 {
   static void store(T* p, V v) { *p = v; }
   static void store_masked(T* p, Mask, V v) { *p = v; }
   static Mask mask_first(int) { return 1; }
+  static T reduce_add(V v) { return v; }
+  static void reduce_add4(const V* v, T* sums) {
+    for (int q = 0; q < 4; ++q) sums[q] = v[q];
+  }
 };
 
 #include "microkernel_body.h"
+#include "narrow_body.h"
 
 constexpr int kMR = 4;
 constexpr int kNR = 4;
@@ -38,12 +43,12 @@ constexpr int kNR = 4;
 
 KernelSpec<float> portable_sgemm_kernel() {
   return {GemmIsa::portable, kMR, kNR, /*mc=*/128, /*kc=*/256, /*nc=*/1024,
-          &tile_dispatch<Scalar1<float>, kMR, kNR>};
+          &tile_dispatch<Scalar1<float>, kMR, kNR>, &narrow_dispatch<Scalar1<float>>};
 }
 
 KernelSpec<double> portable_dgemm_kernel() {
   return {GemmIsa::portable, kMR, kNR, /*mc=*/128, /*kc=*/256, /*nc=*/1024,
-          &tile_dispatch<Scalar1<double>, kMR, kNR>};
+          &tile_dispatch<Scalar1<double>, kMR, kNR>, &narrow_dispatch<Scalar1<double>>};
 }
 
 }  // namespace ctrax::kernels::gemm_detail

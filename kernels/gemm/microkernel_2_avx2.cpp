@@ -42,6 +42,26 @@ struct F32x8 {
   static Mask mask_first(int lanes) {
     return _mm256_load_si256(reinterpret_cast<const __m256i*>(kLaneMasks[lanes]));
   }
+  // Halving tree: lanes l and l + 4, then l and l + 2, then 0 and 1.
+  static T reduce_add(V v) { return sum4(_mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1))); }
+  static T sum4(__m128 s) {
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+  }
+  // Four reduce_adds at once, each sum through the same tree, the vectors transposed into each
+  // other's free lanes between the steps so every shuffle and add serves all four.
+  static void reduce_add4(const V* v, T* sums) {
+    // (a[l] + a[l+4] | b[l] + b[l+4]) and likewise for c, d.
+    const V ab = _mm256_add_ps(_mm256_permute2f128_ps(v[0], v[1], 0x20), _mm256_permute2f128_ps(v[0], v[1], 0x31));
+    const V cd = _mm256_add_ps(_mm256_permute2f128_ps(v[2], v[3], 0x20), _mm256_permute2f128_ps(v[2], v[3], 0x31));
+    // Lanes (0, 1 | 4, 5) = a, b lanes l + (l + 2); lanes (2, 3 | 6, 7) = c, d.
+    const V s2 = _mm256_add_ps(_mm256_shuffle_ps(ab, cd, 0x44), _mm256_shuffle_ps(ab, cd, 0xee));
+    // Lane 0: a, lane 2: c, lane 4: b, lane 6: d.
+    const V s1 = _mm256_add_ps(s2, _mm256_permute_ps(s2, 0xb1));
+    alignas(32) T lanes[8];
+    _mm256_store_ps(lanes, s1);
+    sums[0] = lanes[0], sums[1] = lanes[4], sums[2] = lanes[2], sums[3] = lanes[6];
+  }
 };
 
 struct F64x4 {
@@ -62,20 +82,36 @@ struct F64x4 {
   static Mask mask_first(int lanes) {
     return _mm256_load_si256(reinterpret_cast<const __m256i*>(kLaneMasks[2 * lanes]));
   }
+  // Halving tree: lanes l and l + 2, then 0 and 1.
+  static T reduce_add(V v) { return sum2(_mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1))); }
+  static T sum2(__m128d s) { return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s))); }
+  // Four reduce_adds at once (same tree per sum, see F32x8::reduce_add4).
+  static void reduce_add4(const V* v, T* sums) {
+    const V ab = _mm256_add_pd(_mm256_permute2f128_pd(v[0], v[1], 0x20), _mm256_permute2f128_pd(v[0], v[1], 0x31));
+    const V cd = _mm256_add_pd(_mm256_permute2f128_pd(v[2], v[3], 0x20), _mm256_permute2f128_pd(v[2], v[3], 0x31));
+    // (a0 + a1, c0 + c1 | b0 + b1, d0 + d1): unpacklo/hi pair lane 0 with lane 1 of each half.
+    const V s = _mm256_add_pd(_mm256_unpacklo_pd(ab, cd), _mm256_unpackhi_pd(ab, cd));
+    alignas(32) T lanes[4];
+    _mm256_store_pd(lanes, s);
+    sums[0] = lanes[0], sums[1] = lanes[2], sums[2] = lanes[1], sums[3] = lanes[3];
+  }
 };
 
 #include "microkernel_body.h"
+#include "narrow_body.h"
 
 constexpr int kMR = 6;
 
 }  // namespace
 
 KernelSpec<float> avx2_sgemm_kernel() {
-  return {GemmIsa::avx2, kMR, 16, /*mc=*/144, /*kc=*/256, /*nc=*/4096, &tile_dispatch<F32x8, kMR, 2>};
+  return {GemmIsa::avx2, kMR, 16, /*mc=*/144, /*kc=*/256, /*nc=*/4096, &tile_dispatch<F32x8, kMR, 2>,
+          &narrow_dispatch<F32x8>};
 }
 
 KernelSpec<double> avx2_dgemm_kernel() {
-  return {GemmIsa::avx2, kMR, 8, /*mc=*/144, /*kc=*/256, /*nc=*/2048, &tile_dispatch<F64x4, kMR, 2>};
+  return {GemmIsa::avx2, kMR, 8, /*mc=*/144, /*kc=*/256, /*nc=*/2048, &tile_dispatch<F64x4, kMR, 2>,
+          &narrow_dispatch<F64x4>};
 }
 
 #else  // compiled without the ISA flags (not x86-64, or another compiler): never selected,

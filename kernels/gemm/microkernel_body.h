@@ -32,9 +32,13 @@ void tile_kernel(const TileArgs<typename Vec::T>& t) {
 #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) acc[i][v] = Vec::zero();
 
-  // C is written at the end; start pulling its lines in now so the stores do not stall.
+  // C is written at the end; start pulling its lines in now so the stores do not stall. A row
+  // of the tile spans NV * W elements, two or three cache lines: fetch its first and last.
 #pragma GCC unroll 16
-  for (int i = 0; i < M; ++i) __builtin_prefetch(t.c + i * t.ldc, 1, 3);
+  for (int i = 0; i < M; ++i) {
+    __builtin_prefetch(t.c + i * t.ldc, 1, 3);
+    __builtin_prefetch(t.c + i * t.ldc + t.n - 1, 1, 3);
+  }
 
   // kRowsA: A is read as M row streams a_rows[i][p] (A in place, row-major); otherwise as one
   // stream of M-wide columns a[p * a_stride + i].
@@ -82,12 +86,15 @@ void tile_kernel(const TileArgs<typename Vec::T>& t) {
     }
   }
 
+  // ldc in a local: C's type aliases t's fields, so after each store to C the compiler would
+  // reload t.ldc, and those loads wait behind the stores.
   const V alpha = Vec::set1(t.alpha);
+  const int64_t ldc = t.ldc;
   T* c = t.c;
   if (t.beta == T(0)) {
 #pragma GCC unroll 16
     for (int i = 0; i < M; ++i) {
-      T* row = c + i * t.ldc;
+      T* row = c + i * ldc;
 #pragma GCC unroll 16
       for (int v = 0; v + 1 < NV; ++v) Vec::store(row + v * W, Vec::mul(alpha, acc[i][v]));
       Vec::store_masked(row + (NV - 1) * W, last_mask, Vec::mul(alpha, acc[i][NV - 1]));
@@ -96,7 +103,7 @@ void tile_kernel(const TileArgs<typename Vec::T>& t) {
     const V beta = Vec::set1(t.beta);
 #pragma GCC unroll 16
     for (int i = 0; i < M; ++i) {
-      T* row = c + i * t.ldc;
+      T* row = c + i * ldc;
 #pragma GCC unroll 16
       for (int v = 0; v + 1 < NV; ++v) {
         const V old = Vec::mul(beta, Vec::load(row + v * W));

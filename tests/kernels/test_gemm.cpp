@@ -1,6 +1,7 @@
 // GEMM: native micro-kernels (every ISA the CPU runs) and the OpenBLAS backend against a naive
 // double-accumulating reference, at awkward sizes, all transposes, alpha/beta, padded leading
-// dimensions; thread-count independence; backend and ISA selection.
+// dimensions; the narrow-C path (n <= 4) and its boundary; thread-count independence; backend
+// and ISA selection.
 #include <ctrax/kernels/check.h>
 #include <ctrax/kernels/gemm.h>
 #include <ctrax/kernels/parallel.h>
@@ -169,9 +170,42 @@ void check_large_sizes(const std::string& what) {
       }
 }
 
+// The narrow-C path (n <= 4, and n = 5 just past it): both of its forms (op(A) = A, dot products
+// along k; op(A) = A^T, vectors along m) with every op(B), k around the vector widths (the
+// masked tail of the dot form), m around the row groups and vector blocks (the tails of both),
+// every alpha/beta (beta = 0 over NaN C), and leading dimensions far past the matrix widths.
+template <typename T>
+void check_narrow(const std::string& what) {
+  const int64_t ms[] = {1, 4, 5, 9, 17, 65, 130};
+  const int64_t ks[] = {1, 3, 8, 15, 17, 33, 100};
+  uint32_t seed = 5000;
+  for (int64_t n = 1; n <= 5; ++n)
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (int64_t m : ms)
+          for (int64_t k : ks) {
+            const Scalars sc = kScalars[seed % 4];
+            const int64_t pad = seed % 3 == 0 ? 0 : (seed % 3 == 1 ? 3 : 67);
+            Problem<T> problem(ta, tb, {m, n, k}, sc, pad, seed);
+            problem.check(problem.run(), what + " narrow");
+            ++seed;
+          }
+}
+
 }  // namespace
 
-TEST_CASE("native gemm matches the reference with every supported micro-kernel") {
+TEST_CASE("gemm: narrow C (n <= 4) matches the reference with every supported micro-kernel") {
+  GemmStateGuard guard;
+  set_gemm_backend(GemmBackend::native);
+  for (GemmIsa isa : supported_isas()) {
+    force_gemm_isa(isa);
+    const std::string name = gemm_isa_name(isa);
+    SUBCASE(("float " + name).c_str()) { check_narrow<float>("sgemm " + name); }
+    SUBCASE(("double " + name).c_str()) { check_narrow<double>("dgemm " + name); }
+  }
+}
+
+TEST_CASE("gemm: native matches the reference with every supported micro-kernel") {
   GemmStateGuard guard;
   set_gemm_backend(GemmBackend::native);
   for (GemmIsa isa : supported_isas()) {
@@ -189,7 +223,7 @@ TEST_CASE("native gemm matches the reference with every supported micro-kernel")
   }
 }
 
-TEST_CASE("openblas backend matches the reference") {
+TEST_CASE("gemm: openblas backend matches the reference") {
   if (!openblas_available()) {
     CHECK_THROWS_AS(set_gemm_backend(GemmBackend::openblas), ctrax::Error);
     return;
@@ -200,7 +234,7 @@ TEST_CASE("openblas backend matches the reference") {
   check_large_sizes<double>("dgemm openblas");
 }
 
-TEST_CASE("native and openblas agree") {
+TEST_CASE("gemm: native and openblas agree") {
   if (!openblas_available()) return;
   GemmStateGuard guard;
   for (bool ta : {false, true})
@@ -217,16 +251,19 @@ TEST_CASE("native and openblas agree") {
     }
 }
 
-TEST_CASE("native gemm is bitwise independent of the thread count") {
+TEST_CASE("gemm: native is bitwise independent of the thread count") {
   GemmStateGuard guard;
   set_gemm_backend(GemmBackend::native);
-  const Shape shapes[] = {{257, 129, 300}, {100, 333, 70}, {520, 40, 90}};
-  for (GemmIsa isa : supported_isas()) {
-    force_gemm_isa(isa);
-    for (const Shape& shape : shapes) {
-      for (bool ta : {false, true}) {
-        Problem<float> fp(ta, !ta, shape, {1.0, 0.5}, 1, 5);
-        Problem<double> dp(!ta, ta, shape, {1.0, 0.0}, 0, 6);
+  // The first three take the register-tile path; the last two the narrow-C path (both of its
+  // forms, by transpose) with m * n * k past the threading threshold (2^22).
+  const Shape shapes[] = {{257, 129, 300}, {100, 333, 70}, {520, 40, 90}, {1037, 2, 2100}, {4500, 1, 1000}};
+  for (const Shape& shape : shapes) {
+    for (int transposes = 0; transposes < 4; ++transposes) {
+      const bool ta = transposes & 1, tb = transposes & 2;
+      const Problem<float> fp(ta, tb, shape, {1.0, 0.5}, 1, 5);
+      const Problem<double> dp(tb, ta, shape, {1.0, 0.0}, 0, 6);
+      for (GemmIsa isa : supported_isas()) {
+        force_gemm_isa(isa);
         set_num_threads(1);
         const auto f1 = fp.run();
         const auto d1 = dp.run();
@@ -235,16 +272,18 @@ TEST_CASE("native gemm is bitwise independent of the thread count") {
           const auto fn = fp.run();
           const auto dn = dp.run();
           CHECK_MESSAGE(std::memcmp(f1.data(), fn.data(), f1.size() * sizeof(float)) == 0, gemm_isa_name(isa),
-                        " sgemm threads=", threads);
+                        " sgemm ", shape.m, "x", shape.n, "x", shape.k, " ta=", ta, " tb=", tb,
+                        " threads=", threads);
           CHECK_MESSAGE(std::memcmp(d1.data(), dn.data(), d1.size() * sizeof(double)) == 0, gemm_isa_name(isa),
-                        " dgemm threads=", threads);
+                        " dgemm ", shape.m, "x", shape.n, "x", shape.k, " ta=", tb, " tb=", ta,
+                        " threads=", threads);
         }
       }
     }
   }
 }
 
-TEST_CASE("micro-kernel selection") {
+TEST_CASE("gemm: micro-kernel selection") {
   GemmStateGuard guard;
   CHECK(gemm_isa_supported(GemmIsa::portable));
   // Every AVX-512 CPU has AVX2 and FMA; a detection that says otherwise is broken.
@@ -266,7 +305,7 @@ TEST_CASE("micro-kernel selection") {
   CHECK(std::string(gemm_isa_name(GemmIsa::avx512)) == "avx512");
 }
 
-TEST_CASE("backend selection") {
+TEST_CASE("gemm: backend selection") {
   GemmStateGuard guard;
   CHECK(parse_gemm_backend("native") == GemmBackend::native);
   CHECK(parse_gemm_backend("openblas") == GemmBackend::openblas);
@@ -294,7 +333,7 @@ TEST_CASE("backend selection") {
   }
 }
 
-TEST_CASE("gemm rejects bad arguments") {
+TEST_CASE("gemm: rejects bad arguments") {
   float a[4] = {}, b[4] = {}, c[4] = {};
   CHECK_THROWS_AS(sgemm(false, false, -1, 2, 2, 1.f, a, 2, b, 2, 0.f, c, 2), ctrax::Error);
   CHECK_THROWS_AS(sgemm(false, false, 2, 2, 2, 1.f, a, 1, b, 2, 0.f, c, 2), ctrax::Error);  // lda < k
