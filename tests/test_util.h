@@ -61,6 +61,41 @@ inline Tensor non_contiguous(const Tensor& t) {
   return t;
 }
 
+inline constexpr DType kAllDTypes[] = {DType::float32, DType::float64, DType::int32, DType::int64, DType::boolean};
+
+// The same values as t, laid out with a step of 2 along axis 0 of a larger buffer.
+inline Tensor stepped(const Tensor& t) {
+  if (t.rank() == 0) return t;
+  Shape big_shape = t.shape();
+  big_shape[0] = 2 * t.shape()[0] + 1;
+  Tensor big = full(big_shape, 7.0, t.dtype());
+  Tensor view = big.slice(0, 1, 2 * t.shape()[0] + 1, 2);
+  view.copy_(t);
+  return view;
+}
+
+// Applies f to every line of x along `axis` (in double) and returns the results in x's
+// row-major order: the reference for ops that work line by line (softmax, scans, sorts).
+inline std::vector<double> ref_along_axis(const Tensor& x, int axis,
+                                          const std::function<std::vector<double>(const std::vector<double>&)>& f) {
+  const int a = axis < 0 ? axis + x.rank() : axis;
+  const std::vector<double> values = x.to_vector<double>();
+  std::vector<double> out(values.size());
+  const int64_t n = x.shape()[a];
+  int64_t inner = 1;
+  for (int d = a + 1; d < x.rank(); ++d) inner *= x.shape()[d];
+  const int64_t outer = n == 0 ? 0 : x.numel() / (n * inner);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t j = 0; j < inner; ++j) {
+      std::vector<double> line;
+      for (int64_t t = 0; t < n; ++t) line.push_back(values[static_cast<size_t>((o * n + t) * inner + j)]);
+      const std::vector<double> result = f(line);
+      for (int64_t t = 0; t < n; ++t) out[static_cast<size_t>((o * n + t) * inner + j)] = result[static_cast<size_t>(t)];
+    }
+  }
+  return out;
+}
+
 // Checks that `actual` has `shape` and each element is within atol + rtol * |ref| of `ref`
 // (NaN matches NaN, equal infinities match). Reports the first mismatches.
 inline void check_close(const Tensor& actual, const Shape& shape, const std::vector<double>& ref, Tolerance tol,

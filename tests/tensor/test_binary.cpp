@@ -116,7 +116,6 @@ const std::vector<OpCase>& bool_cases() {
   return cases;
 }
 
-const std::vector<DType> kAllDTypes = {DType::float32, DType::float64, DType::int32, DType::int64, DType::boolean};
 
 }  // namespace
 

@@ -14,18 +14,7 @@ CTRAX_OPS_TESTED(one_hot, take_along_axis, index_select, scatter_add);
 
 namespace {
 
-const DType kAllDTypes[] = {DType::float32, DType::float64, DType::int32, DType::int64, DType::boolean};
 
-// The same values as t, laid out with a step of 2 along axis 0 of a larger buffer.
-Tensor stepped(const Tensor& t) {
-  if (t.rank() == 0) return t;
-  Shape big_shape = t.shape();
-  big_shape[0] = 2 * t.shape()[0] + 1;
-  Tensor big = full(big_shape, 7.0, t.dtype());
-  Tensor view = big.slice(0, 1, 2 * t.shape()[0] + 1, 2);
-  view.copy_(t);
-  return view;
-}
 
 // Contiguous, transposed-storage and stepped layouts of the same values.
 std::vector<std::pair<std::string, Tensor>> layouts(const Tensor& t) {

@@ -13,18 +13,7 @@ CTRAX_OPS_TESTED(concatenate, stack, split, pad, flip);
 
 namespace {
 
-const DType kAllDTypes[] = {DType::float32, DType::float64, DType::int32, DType::int64, DType::boolean};
 
-// The same values as t, laid out with a step of 2 along axis 0 of a larger buffer.
-Tensor stepped(const Tensor& t) {
-  if (t.rank() == 0) return t;
-  Shape big_shape = t.shape();
-  big_shape[0] = 2 * t.shape()[0] + 1;
-  Tensor big = full(big_shape, 7.0, t.dtype());
-  Tensor view = big.slice(0, 1, 2 * t.shape()[0] + 1, 2);
-  view.copy_(t);
-  return view;
-}
 
 // Layout i of t: 0 contiguous, 1 transposed storage, 2 stepped.
 Tensor layout(const Tensor& t, int i) { return i == 0 ? t : i == 1 ? non_contiguous(t) : stepped(t); }

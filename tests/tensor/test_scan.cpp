@@ -13,27 +13,6 @@ CTRAX_OPS_TESTED(cumsum, discounted_cumsum);
 
 namespace {
 
-// Applies f to every line of x along `axis` (in double) and returns the results in x's
-// row-major order.
-std::vector<double> ref_along_axis(const Tensor& x, int axis,
-                                   const std::function<std::vector<double>(const std::vector<double>&)>& f) {
-  const int a = axis < 0 ? axis + x.rank() : axis;
-  const std::vector<double> values = x.to_vector<double>();
-  std::vector<double> out(values.size());
-  const int64_t n = x.shape()[a];
-  int64_t inner = 1;
-  for (int d = a + 1; d < x.rank(); ++d) inner *= x.shape()[d];
-  const int64_t outer = n == 0 ? 0 : x.numel() / (n * inner);
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t j = 0; j < inner; ++j) {
-      std::vector<double> line;
-      for (int64_t t = 0; t < n; ++t) line.push_back(values[static_cast<size_t>((o * n + t) * inner + j)]);
-      const std::vector<double> result = f(line);
-      for (int64_t t = 0; t < n; ++t) out[static_cast<size_t>((o * n + t) * inner + j)] = result[static_cast<size_t>(t)];
-    }
-  }
-  return out;
-}
 
 std::vector<double> ref_cumsum(const std::vector<double>& v, bool reverse) {
   std::vector<double> out(v.size());

@@ -16,7 +16,6 @@ CTRAX_OPS_TESTED(sort, argsort, topk);
 
 namespace {
 
-const DType kAllDTypes[] = {DType::float32, DType::float64, DType::int32, DType::int64, DType::boolean};
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Values with many ties (small integers) and, for floating dtypes, a few NaNs and infinities.
@@ -83,15 +82,6 @@ SortRef sort_ref(const Tensor& x, int axis, int64_t k, bool descending) {
   return ref;
 }
 
-Tensor stepped(const Tensor& t) {
-  if (t.rank() == 0) return t;
-  Shape big_shape = t.shape();
-  big_shape[0] = 2 * t.shape()[0] + 1;
-  Tensor big = full(big_shape, 7.0, t.dtype());
-  Tensor view = big.slice(0, 1, 2 * t.shape()[0] + 1, 2);
-  view.copy_(t);
-  return view;
-}
 Tensor layout(const Tensor& t, int i) { return i == 0 ? t : i == 1 ? non_contiguous(t) : stepped(t); }
 
 const Shape kShapes[] = {Shape{}, Shape{1}, Shape{9}, Shape{4, 6}, Shape{3, 5, 2}, Shape{2, 3, 2, 4}, Shape{3, 0},

@@ -19,7 +19,6 @@ CTRAX_OPS_TESTED(reshape, permute, slice, expand, squeeze, unsqueeze, contiguous
 
 namespace {
 
-const DType kAllDTypes[] = {DType::float32, DType::float64, DType::int32, DType::int64, DType::boolean};
 
 std::vector<double> vals(const Tensor& t) { return t.to_vector<double>(); }
 
