@@ -146,7 +146,7 @@ foreach(_kind LIBDIR INCLUDEDIR)
     set(CTRAX_PC_${_kind} "\${prefix}/${CMAKE_INSTALL_${_kind}}")
   endif()
 endforeach()
-# Stage 1 (configure time): everything but the prefix, which stays a placeholder. Stage 2
+# Stage 1 (configure time): everything but the prefix, which is left as @CTRAX_PC_PREFIX@. Stage 2
 # (install time, where CMAKE_INSTALL_PREFIX is the real one, --prefix included): substitute it;
 # the finished file is then installed like any other file.
 set(CTRAX_PC_PREFIX "@CTRAX_PC_PREFIX@")
