@@ -39,7 +39,7 @@ using detail::ReducePlan;
 
 // Sum (divisor 1) or mean (divisor n) of any element type, accumulated in double.
 template <typename T, typename O>
-struct SumToDouble {
+struct SumInDouble {
   using In = T;
   using Acc = double;
   using Out = O;
@@ -219,7 +219,7 @@ DType real_result_dtype(DType d) { return is_floating(d) ? d : DType::float32; }
 template <typename T>
 std::vector<double> means_of(const Tensor& x, const ReducePlan& plan) {
   std::vector<double> means(static_cast<size_t>(plan.layout.n_out));
-  SumToDouble<T, double> p;
+  SumInDouble<T, double> p;
   p.divisor = static_cast<double>(plan.layout.n_red);
   detail::run_reduction(plan.layout, static_cast<const T*>(x.raw_data()), means.data(), p);
   return means;
@@ -287,7 +287,7 @@ Tensor sum(const Tensor& x, const std::vector<int>& axes, bool keepdims) {
   const ReducePlan plan = detail::plan_reduce(x, axes, keepdims, "sum");
   return dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_floating_point_v<T>) return reduce_into(x, plan, x.dtype(), SumToDouble<T, T>{});
+    if constexpr (std::is_floating_point_v<T>) return reduce_into(x, plan, x.dtype(), SumInDouble<T, T>{});
     else return reduce_into(x, plan, DType::int64, SumInteger<T>{});
   });
 }
@@ -300,7 +300,7 @@ Tensor mean(const Tensor& x, const std::vector<int>& axes, bool keepdims) {
     using T = decltype(tag);
     return dispatch_floating(out_dtype, [&](auto out_tag) {
       using O = decltype(out_tag);
-      SumToDouble<T, O> p;
+      SumInDouble<T, O> p;
       p.divisor = static_cast<double>(plan.layout.n_red);
       return reduce_into(x, plan, out_dtype, p);
     });
