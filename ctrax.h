@@ -1,10 +1,15 @@
 // ctrax.h: the umbrella header. Including it gives the whole public API built so far:
-// tensors and their ops, random numbers, and the kernel backends' controls.
+// tensors and their ops, weight trees, random numbers, autodiff, and the kernel backends'
+// controls.
 //
 // What it is not for: inside the library itself, which includes the specific headers it
 // needs (so that the dependency direction kernels <- tensor <- autograd <- ... stays visible).
 #pragma once
 
+#include "autograd/custom.h"
+#include "autograd/grad.h"
+#include "autograd/gradcheck.h"
+#include "autograd/tape.h"
 #include "kernels/check.h"
 #include "kernels/gemm.h"
 #include "kernels/parallel.h"
@@ -14,3 +19,4 @@
 #include "tensor/random.h"
 #include "tensor/shape.h"
 #include "tensor/tensor.h"
+#include "tensor/tree.h"

@@ -8,6 +8,7 @@
 
 #include "convert.h"
 #include "strided_loop.h"
+#include "trace.h"
 
 namespace ctrax {
 
@@ -178,6 +179,22 @@ bool view_strides(const Shape& old_shape, const Shape& old_strides, const Shape&
 }
 }  // namespace
 
+namespace {
+// Reports a view to autodiff (trace.h) when `input` is traced. A view calls no other op, so
+// nothing needs pausing; make_attrs runs only when recording.
+template <typename MakeAttrs>
+Tensor traced_view(OpId op, const Tensor& input, Tensor out, MakeAttrs&& make_attrs) {
+  if (detail::any_traced(std::span<const Tensor* const>(std::array<const Tensor*, 1>{&input}))) {
+    const Tensor* in[] = {&input};
+    record_op(op, in, std::span<Tensor>(&out, 1), make_attrs());
+  }
+  return out;
+}
+Tensor traced_view(OpId op, const Tensor& input, Tensor out) {
+  return traced_view(op, input, std::move(out), [] { return OpAttrs{}; });
+}
+}  // namespace
+
 Tensor Tensor::view(const Shape& requested) const {
   require_defined("view");
   const Shape shape = infer_shape(requested, numel(), shape_, "view");
@@ -185,15 +202,16 @@ Tensor Tensor::view(const Shape& requested) const {
   CTRAX_REQUIRE(view_strides(shape_, strides_, shape, strides), "view: a tensor of shape ", shape_,
                 " with strides ", strides_, " cannot be viewed as ", shape,
                 " without a copy (use reshape, which copies when needed)");
-  return Tensor(storage_, shape, strides, offset_, dtype_);
+  return traced_view(OpId::reshape, *this, Tensor(storage_, shape, strides, offset_, dtype_));
 }
 
 Tensor Tensor::reshape(const Shape& requested) const {
   require_defined("reshape");
   const Shape shape = infer_shape(requested, numel(), shape_, "reshape");
   Shape strides;
-  if (view_strides(shape_, strides_, shape, strides)) return Tensor(storage_, shape, strides, offset_, dtype_);
-  return contiguous().view(shape);
+  if (view_strides(shape_, strides_, shape, strides))
+    return traced_view(OpId::reshape, *this, Tensor(storage_, shape, strides, offset_, dtype_));
+  return traced_op(OpId::reshape, {this}, [&] { return contiguous().view(shape); });
 }
 
 Tensor Tensor::permute(const std::vector<int>& axes) const {
@@ -209,7 +227,11 @@ Tensor Tensor::permute(const std::vector<int>& axes) const {
     shape[i] = shape_[a];
     strides[i] = strides_[a];
   }
-  return Tensor(storage_, shape, strides, offset_, dtype_);
+  return traced_view(OpId::permute, *this, Tensor(storage_, shape, strides, offset_, dtype_), [&] {
+    Shape perm;
+    for (int ax : axes) perm.push_back(normalize_axis(ax, rank(), "permute"));
+    return OpAttrs{AxesAttrs{perm}};
+  });
 }
 
 Tensor Tensor::transpose(int axis0, int axis1) const {
@@ -218,7 +240,12 @@ Tensor Tensor::transpose(int axis0, int axis1) const {
   Shape shape = shape_, strides = strides_;
   std::swap(shape[a], shape[b]);
   std::swap(strides[a], strides[b]);
-  return Tensor(storage_, shape, strides, offset_, dtype_);
+  return traced_view(OpId::permute, *this, Tensor(storage_, shape, strides, offset_, dtype_), [&] {
+    Shape perm = Shape::filled(rank(), 0);
+    for (int i = 0; i < rank(); ++i) perm[i] = i;
+    std::swap(perm[a], perm[b]);
+    return OpAttrs{AxesAttrs{perm}};
+  });
 }
 
 Tensor Tensor::mT() const {
@@ -241,7 +268,8 @@ Tensor Tensor::slice(int axis, int64_t start, int64_t stop, int64_t step) const 
   Shape shape = shape_, strides = strides_;
   shape[a] = count;
   strides[a] = count > 1 ? strides_[a] * step : strides_[a];  // a huge step with one element must not overflow
-  return Tensor(storage_, shape, strides, offset_ + (count > 0 ? b * strides_[a] : 0), dtype_);
+  return traced_view(OpId::slice, *this, Tensor(storage_, shape, strides, offset_ + (count > 0 ? b * strides_[a] : 0), dtype_),
+                     [&] { return OpAttrs{SliceAttrs{a, b, step, false}}; });
 }
 
 Tensor Tensor::select(int axis, int64_t index) const {
@@ -254,7 +282,8 @@ Tensor Tensor::select(int axis, int64_t index) const {
   Shape shape = shape_, strides = strides_;
   shape.erase(a);
   strides.erase(a);
-  return Tensor(storage_, shape, strides, offset_ + index * strides_[a], dtype_);
+  return traced_view(OpId::slice, *this, Tensor(storage_, shape, strides, offset_ + index * strides_[a], dtype_),
+                     [&] { return OpAttrs{SliceAttrs{a, index, 1, true}}; });
 }
 
 Tensor Tensor::expand(const Shape& target) const {
@@ -271,7 +300,7 @@ Tensor Tensor::expand(const Shape& target) const {
                   " (dimension ", i, " is ", d, "; expected ", target[i], " or 1)");
     strides[i] = (d == target[i]) ? strides_[i - shift] : 0;
   }
-  return Tensor(storage_, target, strides, offset_, dtype_);
+  return traced_view(OpId::expand, *this, Tensor(storage_, target, strides, offset_, dtype_));
 }
 
 Tensor Tensor::squeeze() const {
@@ -282,7 +311,7 @@ Tensor Tensor::squeeze() const {
       shape.push_back(shape_[i]);
       strides.push_back(strides_[i]);
     }
-  return Tensor(storage_, shape, strides, offset_, dtype_);
+  return traced_view(OpId::squeeze, *this, Tensor(storage_, shape, strides, offset_, dtype_));
 }
 
 Tensor Tensor::squeeze(int axis) const {
@@ -293,7 +322,7 @@ Tensor Tensor::squeeze(int axis) const {
   Shape shape = shape_, strides = strides_;
   shape.erase(a);
   strides.erase(a);
-  return Tensor(storage_, shape, strides, offset_, dtype_);
+  return traced_view(OpId::squeeze, *this, Tensor(storage_, shape, strides, offset_, dtype_));
 }
 
 Tensor Tensor::unsqueeze(int axis) const {
@@ -305,7 +334,7 @@ Tensor Tensor::unsqueeze(int axis) const {
   const int64_t stride = a < rank() ? strides_[a] * shape_[a] : 1;
   shape.insert(a, 1);
   strides.insert(a, stride);
-  return Tensor(storage_, shape, strides, offset_, dtype_);
+  return traced_view(OpId::unsqueeze, *this, Tensor(storage_, shape, strides, offset_, dtype_));
 }
 
 Tensor Tensor::flatten(int start_axis, int end_axis) const {
@@ -346,6 +375,9 @@ void convert_run(char* out, const char* in, int64_t so, int64_t si, int64_t n) {
 
 void Tensor::copy_(const Tensor& src) {
   require_defined("copy_");
+  CTRAX_REQUIRE(!detail::is_traced(*this), "copy_: the destination (", dtype_, shape_,
+                ") is traced by autodiff; an in-place write would make its gradient wrong. Compute a new "
+                "tensor instead (e.g. where, concatenate), or write to stop_gradient(x) if you mean it");
   src.require_defined("copy_");
   CTRAX_REQUIRE(device().is_cpu() && src.device().is_cpu(), "copy_: only cpu tensors are supported, got ",
                 src.device(), " -> ", device());
@@ -373,6 +405,8 @@ void Tensor::copy_(const Tensor& src) {
 
 void Tensor::fill_(double value) {
   require_defined("fill_");
+  CTRAX_REQUIRE(!detail::is_traced(*this), "fill_: the tensor (", dtype_, shape_,
+                ") is traced by autodiff; an in-place write would make its gradient wrong. Use full_like(x, v) instead");
   dispatch_dtype(dtype_, [&](auto tag) {
     using T = decltype(tag);
     const T v = convert<T>(value);
@@ -392,22 +426,26 @@ void Tensor::fill_(double value) {
 Tensor Tensor::contiguous() const {
   require_defined("contiguous");
   if (is_contiguous()) return *this;
-  return clone();
+  return traced_op(OpId::contiguous, {this}, [&] { return clone(); });
 }
 
 Tensor Tensor::clone() const {
   require_defined("clone");
-  Tensor out(shape_, dtype_, device());
-  out.copy_(*this);
-  return out;
+  return traced_op(OpId::contiguous, {this}, [&] {
+    Tensor out(shape_, dtype_, device());
+    out.copy_(*this);
+    return out;
+  });
 }
 
 Tensor Tensor::to(DType dtype) const {
   require_defined("to");
   if (dtype == dtype_) return *this;
-  Tensor out(shape_, dtype, device());
-  out.copy_(*this);
-  return out;
+  return traced_op(OpId::cast, {this}, [&] {
+    Tensor out(shape_, dtype, device());
+    out.copy_(*this);
+    return out;
+  });
 }
 
 Tensor Tensor::to(Device device) const {

@@ -118,6 +118,17 @@ class Tensor {
   // Prints like NumPy: dtype, shape and values, abbreviated when large.
   std::string to_string() const;
 
+  // ---- Autodiff bookkeeping (tensor/trace.h) ---------------------------------------------
+  // Which traced value this handle holds: the id of the recording tape and the value's index
+  // on it, or zeros (untraced). Copied with the handle; every fresh tensor and every view
+  // starts untraced. Set only by autograd/; users never need these.
+  uint32_t trace_tape() const { return trace_tape_; }
+  uint32_t trace_value() const { return trace_value_; }
+  void set_trace(uint32_t tape, uint32_t value) {
+    trace_tape_ = tape;
+    trace_value_ = value;
+  }
+
  private:
   void require_defined(const char* op) const {
     CTRAX_REQUIRE(defined(), op, ": the tensor is undefined (default-constructed)");
@@ -128,6 +139,8 @@ class Tensor {
   Shape strides_;
   int64_t offset_ = 0;
   DType dtype_ = DType::float32;
+  uint32_t trace_tape_ = 0;
+  uint32_t trace_value_ = 0;
 };
 
 std::ostream& operator<<(std::ostream& out, const Tensor& t);

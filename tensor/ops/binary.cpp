@@ -23,6 +23,7 @@
 
 #include "../../kernels/elementwise/elementwise_math.h"
 #include "../ops.h"
+#include "../trace.h"
 #include "elementwise_util.h"
 
 namespace ctrax {
@@ -236,13 +237,27 @@ Tensor binary_scalar_op(const Tensor& t, Scalar s, bool scalar_first) {
 
 // ---- tensor (op) tensor -----------------------------------------------------------------------
 
-Tensor add(const Tensor& a, const Tensor& b) { return binary_op<Add>(a, b); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary_op<Sub>(a, b); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary_op<Mul>(a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary_op<Div>(a, b); }
-Tensor pow(const Tensor& a, const Tensor& b) { return binary_op<Pow>(a, b); }
-Tensor maximum(const Tensor& a, const Tensor& b) { return binary_op<Maximum>(a, b); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return binary_op<Minimum>(a, b); }
+Tensor add(const Tensor& a, const Tensor& b) {
+  return traced_op(OpId::add, {&a, &b}, [&] { return binary_op<Add>(a, b); });
+}
+Tensor sub(const Tensor& a, const Tensor& b) {
+  return traced_op(OpId::sub, {&a, &b}, [&] { return binary_op<Sub>(a, b); });
+}
+Tensor mul(const Tensor& a, const Tensor& b) {
+  return traced_op(OpId::mul, {&a, &b}, [&] { return binary_op<Mul>(a, b); });
+}
+Tensor div(const Tensor& a, const Tensor& b) {
+  return traced_op(OpId::div, {&a, &b}, [&] { return binary_op<Div>(a, b); });
+}
+Tensor pow(const Tensor& a, const Tensor& b) {
+  return traced_op(OpId::pow, {&a, &b}, [&] { return binary_op<Pow>(a, b); });
+}
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  return traced_op(OpId::maximum, {&a, &b}, [&] { return binary_op<Maximum>(a, b); });
+}
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  return traced_op(OpId::minimum, {&a, &b}, [&] { return binary_op<Minimum>(a, b); });
+}
 Tensor eq(const Tensor& a, const Tensor& b) { return binary_op<Eq>(a, b); }
 Tensor ne(const Tensor& a, const Tensor& b) { return binary_op<Ne>(a, b); }
 Tensor lt(const Tensor& a, const Tensor& b) { return binary_op<Lt>(a, b); }
@@ -253,16 +268,45 @@ Tensor logical_and(const Tensor& a, const Tensor& b) { return binary_op<LogicalA
 Tensor logical_or(const Tensor& a, const Tensor& b) { return binary_op<LogicalOr>(a, b); }
 
 // ---- with a scalar ----------------------------------------------------------------------------
+// Under autodiff a traced operand goes through the tensor form (the scalar as a rank-0 constant),
+// so the tape records the same node either way.
 
-Tensor add(const Tensor& a, Scalar b) { return binary_scalar_op<Add>(a, b, false); }
-Tensor sub(const Tensor& a, Scalar b) { return binary_scalar_op<Sub>(a, b, false); }
-Tensor sub(Scalar a, const Tensor& b) { return binary_scalar_op<Sub>(b, a, true); }
-Tensor mul(const Tensor& a, Scalar b) { return binary_scalar_op<Mul>(a, b, false); }
-Tensor div(const Tensor& a, Scalar b) { return binary_scalar_op<Div>(a, b, false); }
-Tensor div(Scalar a, const Tensor& b) { return binary_scalar_op<Div>(b, a, true); }
-Tensor pow(const Tensor& a, Scalar b) { return binary_scalar_op<Pow>(a, b, false); }
-Tensor maximum(const Tensor& a, Scalar b) { return binary_scalar_op<Maximum>(a, b, false); }
-Tensor minimum(const Tensor& a, Scalar b) { return binary_scalar_op<Minimum>(a, b, false); }
+Tensor add(const Tensor& a, Scalar b) {
+  if (detail::is_traced(a)) return add(a, scalar_like(b, a));
+  return binary_scalar_op<Add>(a, b, false);
+}
+Tensor sub(const Tensor& a, Scalar b) {
+  if (detail::is_traced(a)) return sub(a, scalar_like(b, a));
+  return binary_scalar_op<Sub>(a, b, false);
+}
+Tensor sub(Scalar a, const Tensor& b) {
+  if (detail::is_traced(b)) return sub(scalar_like(a, b), b);
+  return binary_scalar_op<Sub>(b, a, true);
+}
+Tensor mul(const Tensor& a, Scalar b) {
+  if (detail::is_traced(a)) return mul(a, scalar_like(b, a));
+  return binary_scalar_op<Mul>(a, b, false);
+}
+Tensor div(const Tensor& a, Scalar b) {
+  if (detail::is_traced(a)) return div(a, scalar_like(b, a));
+  return binary_scalar_op<Div>(a, b, false);
+}
+Tensor div(Scalar a, const Tensor& b) {
+  if (detail::is_traced(b)) return div(scalar_like(a, b), b);
+  return binary_scalar_op<Div>(b, a, true);
+}
+Tensor pow(const Tensor& a, Scalar b) {
+  if (detail::is_traced(a)) return pow(a, scalar_like(b, a));
+  return binary_scalar_op<Pow>(a, b, false);
+}
+Tensor maximum(const Tensor& a, Scalar b) {
+  if (detail::is_traced(a)) return maximum(a, scalar_like(b, a));
+  return binary_scalar_op<Maximum>(a, b, false);
+}
+Tensor minimum(const Tensor& a, Scalar b) {
+  if (detail::is_traced(a)) return minimum(a, scalar_like(b, a));
+  return binary_scalar_op<Minimum>(a, b, false);
+}
 
 Tensor scalar_like(Scalar s, const Tensor& like) {
   ops_detail::require_input(like, "scalar_like", "like");
@@ -272,31 +316,33 @@ Tensor scalar_like(Scalar s, const Tensor& like) {
 // ---- where ------------------------------------------------------------------------------------
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  ops_detail::require_input(cond, "where", "cond");
-  ops_detail::require_input(a, "where", "a");
-  ops_detail::require_input(b, "where", "b");
-  CTRAX_REQUIRE(is_bool(cond.dtype()), "where: cond must be a bool tensor, got dtype ", cond.dtype(),
-                " (shape ", cond.shape(), "); compare first, e.g. gt(x, 0)");
-  const Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
-  const DType dtype = promote_types(a.dtype(), b.dtype());
-  const Tensor ac = a.to(dtype);
-  const Tensor bc = b.to(dtype);
-  Tensor out(shape, dtype);
-  dispatch_dtype(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    std::array<char*, 4> base{static_cast<char*>(out.raw_data()), static_cast<char*>(cond.raw_data()),
-                              static_cast<char*>(ac.raw_data()), static_cast<char*>(bc.raw_data())};
-    std::array<Shape, 4> strides{detail::broadcast_byte_strides(out, shape), detail::broadcast_byte_strides(cond, shape),
-                                 detail::broadcast_byte_strides(ac, shape), detail::broadcast_byte_strides(bc, shape)};
-    detail::strided_loop<4>(shape, base, strides, [](std::array<char*, 4> p, std::array<int64_t, 4> st, int64_t n) {
-      T* o = reinterpret_cast<T*>(p[0]);
-      for (int64_t i = 0; i < n; ++i) {
-        const bool c = *reinterpret_cast<const uint8_t*>(p[1] + i * st[1]) != 0;
-        o[i] = *reinterpret_cast<const T*>(p[c ? 2 : 3] + i * st[c ? 2 : 3]);
-      }
+  return traced_op(OpId::where, {&cond, &a, &b}, [&] {
+    ops_detail::require_input(cond, "where", "cond");
+    ops_detail::require_input(a, "where", "a");
+    ops_detail::require_input(b, "where", "b");
+    CTRAX_REQUIRE(is_bool(cond.dtype()), "where: cond must be a bool tensor, got dtype ", cond.dtype(),
+                  " (shape ", cond.shape(), "); compare first, e.g. gt(x, 0)");
+    const Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+    const DType dtype = promote_types(a.dtype(), b.dtype());
+    const Tensor ac = a.to(dtype);
+    const Tensor bc = b.to(dtype);
+    Tensor out(shape, dtype);
+    dispatch_dtype(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      std::array<char*, 4> base{static_cast<char*>(out.raw_data()), static_cast<char*>(cond.raw_data()),
+                                static_cast<char*>(ac.raw_data()), static_cast<char*>(bc.raw_data())};
+      std::array<Shape, 4> strides{detail::broadcast_byte_strides(out, shape), detail::broadcast_byte_strides(cond, shape),
+                                   detail::broadcast_byte_strides(ac, shape), detail::broadcast_byte_strides(bc, shape)};
+      detail::strided_loop<4>(shape, base, strides, [](std::array<char*, 4> p, std::array<int64_t, 4> st, int64_t n) {
+        T* o = reinterpret_cast<T*>(p[0]);
+        for (int64_t i = 0; i < n; ++i) {
+          const bool c = *reinterpret_cast<const uint8_t*>(p[1] + i * st[1]) != 0;
+          o[i] = *reinterpret_cast<const T*>(p[c ? 2 : 3] + i * st[c ? 2 : 3]);
+        }
+      });
     });
+    return out;
   });
-  return out;
 }
 
 }  // namespace ctrax

@@ -18,6 +18,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../trace.h"
 #include "../ops.h"
 #include "../strided_loop.h"
 
@@ -141,66 +142,70 @@ Tensor one_hot(const Tensor& indices, int64_t depth, DType dtype) {
 // ---------------------------------------------------------------------------------------------
 
 Tensor take_along_axis(const Tensor& x, const Tensor& index, int axis) {
-  const char* op = "take_along_axis";
-  require_cpu_input(x, op, "x");
-  require_cpu_input(index, op, "index");
-  require_index_dtype(index, op);
-  CTRAX_REQUIRE(index.rank() == x.rank(), op, ": index of shape ", index.shape(), " must have the rank of x ",
-                x.shape(), " (got rank ", index.rank(), ", expected ", x.rank(), ")");
-  const int a = normalize_axis(axis, x.rank(), op);
-  // NumPy: the result takes index's length on `axis`; elsewhere x and index broadcast.
-  Shape out_shape = index.shape();
-  for (int d = 0; d < x.rank(); ++d) {
-    if (d == a) continue;
-    const int64_t dx = x.shape()[d], di = index.shape()[d];
-    CTRAX_REQUIRE(dx == di || dx == 1 || di == 1, op, ": x of shape ", x.shape(), " and index of shape ",
-                  index.shape(), " do not broadcast on axis ", d, " (", dx, " vs ", di, "; expected equal sizes or 1)");
-    out_shape[d] = dx == 1 ? di : dx;
-  }
-  return gather_core(x, index, a, out_shape, op);
+  return traced_op(OpId::take_along_axis, {&x, &index}, [&] {
+    const char* op = "take_along_axis";
+    require_cpu_input(x, op, "x");
+    require_cpu_input(index, op, "index");
+    require_index_dtype(index, op);
+    CTRAX_REQUIRE(index.rank() == x.rank(), op, ": index of shape ", index.shape(), " must have the rank of x ",
+                  x.shape(), " (got rank ", index.rank(), ", expected ", x.rank(), ")");
+    const int a = normalize_axis(axis, x.rank(), op);
+    // NumPy: the result takes index's length on `axis`; elsewhere x and index broadcast.
+    Shape out_shape = index.shape();
+    for (int d = 0; d < x.rank(); ++d) {
+      if (d == a) continue;
+      const int64_t dx = x.shape()[d], di = index.shape()[d];
+      CTRAX_REQUIRE(dx == di || dx == 1 || di == 1, op, ": x of shape ", x.shape(), " and index of shape ",
+                    index.shape(), " do not broadcast on axis ", d, " (", dx, " vs ", di, "; expected equal sizes or 1)");
+      out_shape[d] = dx == 1 ? di : dx;
+    }
+    return gather_core(x, index, a, out_shape, op);
+  }, [&] { return OpAttrs{AxisAttrs{axis, false}}; });
 }
 
 Tensor index_select(const Tensor& x, int axis, const Tensor& indices) {
-  const char* op = "index_select";
-  require_cpu_input(x, op, "x");
-  require_cpu_input(indices, op, "indices");
-  require_index_dtype(indices, op);
-  CTRAX_REQUIRE(indices.rank() == 1, op, ": indices must be 1-D, got shape ", indices.shape());
-  const int a = normalize_axis(axis, x.rank(), op);
-  const int64_t n = x.shape()[a], m = indices.shape()[0];
-  Shape out_shape = x.shape();
-  out_shape[a] = m;
-  // Every index is checked (even when the result is empty) before anything is written.
-  std::vector<int64_t> picks(static_cast<size_t>(m));
-  dispatch_index(indices.dtype(), [&](auto index_tag) {
-    using I = decltype(index_tag);
-    const I* p = static_cast<const I*>(indices.raw_data());
-    const int64_t s = indices.strides()[0];
-    for (int64_t j = 0; j < m; ++j) picks[j] = resolve_index(p[j * s], n, a, op);
-  });
+  return traced_op(OpId::index_select, {&x, &indices}, [&] {
+    const char* op = "index_select";
+    require_cpu_input(x, op, "x");
+    require_cpu_input(indices, op, "indices");
+    require_index_dtype(indices, op);
+    CTRAX_REQUIRE(indices.rank() == 1, op, ": indices must be 1-D, got shape ", indices.shape());
+    const int a = normalize_axis(axis, x.rank(), op);
+    const int64_t n = x.shape()[a], m = indices.shape()[0];
+    Shape out_shape = x.shape();
+    out_shape[a] = m;
+    // Every index is checked (even when the result is empty) before anything is written.
+    std::vector<int64_t> picks(static_cast<size_t>(m));
+    dispatch_index(indices.dtype(), [&](auto index_tag) {
+      using I = decltype(index_tag);
+      const I* p = static_cast<const I*>(indices.raw_data());
+      const int64_t s = indices.strides()[0];
+      for (int64_t j = 0; j < m; ++j) picks[j] = resolve_index(p[j * s], n, a, op);
+    });
 
-  if (!x.is_contiguous()) {
-    // General case: the take_along_axis core with the indices laid along `axis`, i.e. shape
-    // [1, .., m, .., 1], broadcasting over every other axis of x.
-    Shape index_shape = Shape::filled(x.rank(), 1);
-    index_shape[a] = m;
-    return gather_core(x, indices.reshape(index_shape), a, out_shape, op);
-  }
-  // Contiguous x (picking minibatch rows, embedding lookups): each pick is one block of
-  // `block` bytes, copied with memcpy.
-  Tensor out(out_shape, x.dtype());
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < a; ++d) outer *= x.shape()[d];
-  for (int d = a + 1; d < x.rank(); ++d) inner *= x.shape()[d];
-  const size_t block = static_cast<size_t>(inner) * x.element_size();
-  if (block == 0 || m == 0) return out;
-  const char* src = static_cast<const char*>(x.raw_data());
-  char* dst = static_cast<char*>(out.raw_data());
-  for (int64_t o = 0; o < outer; ++o) {
-    const char* src_row = src + static_cast<size_t>(o * n) * block;
-    for (int64_t j = 0; j < m; ++j, dst += block) std::memcpy(dst, src_row + static_cast<size_t>(picks[j]) * block, block);
-  }
-  return out;
+    if (!x.is_contiguous()) {
+      // General case: the take_along_axis core with the indices laid along `axis`, i.e. shape
+      // [1, .., m, .., 1], broadcasting over every other axis of x.
+      Shape index_shape = Shape::filled(x.rank(), 1);
+      index_shape[a] = m;
+      return gather_core(x, indices.reshape(index_shape), a, out_shape, op);
+    }
+    // Contiguous x (picking minibatch rows, embedding lookups): each pick is one block of
+    // `block` bytes, copied with memcpy.
+    Tensor out(out_shape, x.dtype());
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < a; ++d) outer *= x.shape()[d];
+    for (int d = a + 1; d < x.rank(); ++d) inner *= x.shape()[d];
+    const size_t block = static_cast<size_t>(inner) * x.element_size();
+    if (block == 0 || m == 0) return out;
+    const char* src = static_cast<const char*>(x.raw_data());
+    char* dst = static_cast<char*>(out.raw_data());
+    for (int64_t o = 0; o < outer; ++o) {
+      const char* src_row = src + static_cast<size_t>(o * n) * block;
+      for (int64_t j = 0; j < m; ++j, dst += block) std::memcpy(dst, src_row + static_cast<size_t>(picks[j]) * block, block);
+    }
+    return out;
+  }, [&] { return OpAttrs{AxisAttrs{axis, false}}; });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -214,52 +219,54 @@ Tensor index_select(const Tensor& x, int axis, const Tensor& indices) {
 // row-major order of src, so duplicate targets accumulate in increasing position of src and
 // the result is the same on every run and thread count.
 Tensor scatter_add(const Tensor& x, int axis, const Tensor& index, const Tensor& src) {
-  const char* op = "scatter_add";
-  require_cpu_input(x, op, "x");
-  require_cpu_input(index, op, "index");
-  require_cpu_input(src, op, "src");
-  require_index_dtype(index, op);
-  CTRAX_REQUIRE(!is_bool(x.dtype()), op, ": x has dtype bool, which has no addition (cast it first)");
-  CTRAX_REQUIRE(promote_types(x.dtype(), src.dtype()) == x.dtype(), op, ": src of dtype ", src.dtype(),
-                " cannot be added into x of dtype ", x.dtype(), " without losing precision (expected a dtype that promotes to ",
-                x.dtype(), ")");
-  CTRAX_REQUIRE(index.shape() == src.shape(), op, ": index of shape ", index.shape(), " and src of shape ",
-                src.shape(), " must have the same shape");
-  CTRAX_REQUIRE(index.rank() == x.rank(), op, ": index of shape ", index.shape(), " must have the rank of x ",
-                x.shape(), " (got rank ", index.rank(), ", expected ", x.rank(), ")");
-  const int a = normalize_axis(axis, x.rank(), op);
-  for (int d = 0; d < x.rank(); ++d)
-    CTRAX_REQUIRE(d == a || index.shape()[d] <= x.shape()[d], op, ": index of shape ", index.shape(),
-                  " is larger than x of shape ", x.shape(), " on axis ", d, " (expected at most ", x.shape()[d], ")");
+  return traced_op(OpId::scatter_add, {&x, &index, &src}, [&] {
+    const char* op = "scatter_add";
+    require_cpu_input(x, op, "x");
+    require_cpu_input(index, op, "index");
+    require_cpu_input(src, op, "src");
+    require_index_dtype(index, op);
+    CTRAX_REQUIRE(!is_bool(x.dtype()), op, ": x has dtype bool, which has no addition (cast it first)");
+    CTRAX_REQUIRE(promote_types(x.dtype(), src.dtype()) == x.dtype(), op, ": src of dtype ", src.dtype(),
+                  " cannot be added into x of dtype ", x.dtype(), " without losing precision (expected a dtype that promotes to ",
+                  x.dtype(), ")");
+    CTRAX_REQUIRE(index.shape() == src.shape(), op, ": index of shape ", index.shape(), " and src of shape ",
+                  src.shape(), " must have the same shape");
+    CTRAX_REQUIRE(index.rank() == x.rank(), op, ": index of shape ", index.shape(), " must have the rank of x ",
+                  x.shape(), " (got rank ", index.rank(), ", expected ", x.rank(), ")");
+    const int a = normalize_axis(axis, x.rank(), op);
+    for (int d = 0; d < x.rank(); ++d)
+      CTRAX_REQUIRE(d == a || index.shape()[d] <= x.shape()[d], op, ": index of shape ", index.shape(),
+                    " is larger than x of shape ", x.shape(), " on axis ", d, " (expected at most ", x.shape()[d], ")");
 
-  Tensor out = x.clone();
-  const Tensor addend = src.to(x.dtype());
-  const int64_t n = x.shape()[a];
-  const int64_t axis_stride = out.strides()[a] * static_cast<int64_t>(out.element_size());
-  const Shape& loop_shape = index.shape();
-  std::array<char*, 3> base{static_cast<char*>(out.raw_data()), static_cast<char*>(index.raw_data()),
-                            static_cast<char*>(addend.raw_data())};
-  Shape out_strides = Shape::filled(x.rank(), 0);
-  for (int d = 0; d < x.rank(); ++d) out_strides[d] = d == a ? 0 : out.strides()[d] * static_cast<int64_t>(out.element_size());
-  std::array<Shape, 3> strides{out_strides, detail::broadcast_byte_strides(index, loop_shape),
-                               detail::broadcast_byte_strides(addend, loop_shape)};
-  // grain = max: never split across threads, which keeps the accumulation order fixed and
-  // avoids two threads adding into the same element.
-  constexpr int64_t kSerial = std::numeric_limits<int64_t>::max();
-  dispatch_dtype(x.dtype(), [&](auto value_tag) {
-    using T = decltype(value_tag);
-    dispatch_index(index.dtype(), [&](auto index_tag) {
-      using I = decltype(index_tag);
-      detail::strided_loop<3>(loop_shape, base, strides, [&](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t count) {
-        for (int64_t k = 0; k < count; ++k) {
-          const int64_t j = resolve_index(*reinterpret_cast<const I*>(p[1] + k * s[1]), n, a, op);
-          T& target = *reinterpret_cast<T*>(p[0] + k * s[0] + j * axis_stride);
-          target = wrapping_add(target, *reinterpret_cast<const T*>(p[2] + k * s[2]));
-        }
-      }, kSerial);
+    Tensor out = x.clone();
+    const Tensor addend = src.to(x.dtype());
+    const int64_t n = x.shape()[a];
+    const int64_t axis_stride = out.strides()[a] * static_cast<int64_t>(out.element_size());
+    const Shape& loop_shape = index.shape();
+    std::array<char*, 3> base{static_cast<char*>(out.raw_data()), static_cast<char*>(index.raw_data()),
+                              static_cast<char*>(addend.raw_data())};
+    Shape out_strides = Shape::filled(x.rank(), 0);
+    for (int d = 0; d < x.rank(); ++d) out_strides[d] = d == a ? 0 : out.strides()[d] * static_cast<int64_t>(out.element_size());
+    std::array<Shape, 3> strides{out_strides, detail::broadcast_byte_strides(index, loop_shape),
+                                 detail::broadcast_byte_strides(addend, loop_shape)};
+    // grain = max: never split across threads, which keeps the accumulation order fixed and
+    // avoids two threads adding into the same element.
+    constexpr int64_t kSerial = std::numeric_limits<int64_t>::max();
+    dispatch_dtype(x.dtype(), [&](auto value_tag) {
+      using T = decltype(value_tag);
+      dispatch_index(index.dtype(), [&](auto index_tag) {
+        using I = decltype(index_tag);
+        detail::strided_loop<3>(loop_shape, base, strides, [&](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t count) {
+          for (int64_t k = 0; k < count; ++k) {
+            const int64_t j = resolve_index(*reinterpret_cast<const I*>(p[1] + k * s[1]), n, a, op);
+            T& target = *reinterpret_cast<T*>(p[0] + k * s[0] + j * axis_stride);
+            target = wrapping_add(target, *reinterpret_cast<const T*>(p[2] + k * s[2]));
+          }
+        }, kSerial);
+      });
     });
-  });
-  return out;
+    return out;
+  }, [&] { return OpAttrs{AxisAttrs{axis, false}}; });
 }
 
 }  // namespace ctrax

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "../trace.h"
 #include "../ops.h"
 
 namespace ctrax {
@@ -88,49 +89,54 @@ Tensor join_along(const std::vector<Tensor>& xs, int a, const Shape& out_shape, 
 // ---------------------------------------------------------------------------------------------
 
 Tensor concatenate(const std::vector<Tensor>& xs, int axis) {
-  const char* op = "concatenate";
-  const DType dtype = check_list(xs, op);
-  const Shape& first = xs[0].shape();
-  const int a = normalize_axis(axis, first.rank(), op);
-  Shape out_shape = first;
-  for (size_t i = 1; i < xs.size(); ++i) {
-    const Shape& s = xs[i].shape();
-    CTRAX_REQUIRE(s.rank() == first.rank(), op, ": tensor ", i, " has shape ", s, " of rank ", s.rank(),
-                  " but tensor 0 has shape ", first, " of rank ", first.rank(), " (expected equal ranks)");
-    for (int d = 0; d < first.rank(); ++d)
-      CTRAX_REQUIRE(d == a || s[d] == first[d], op, ": tensor ", i, " has shape ", s, " but tensor 0 has shape ",
-                    first, " (they must match on every axis but the concatenation axis ", a, ")");
-    out_shape[a] = add_sizes(out_shape[a], s[a], op);
-  }
-  return join_along(xs, a, out_shape, dtype);
+  return traced_list_op(OpId::concatenate, xs, [&] {
+    const char* op = "concatenate";
+    const DType dtype = check_list(xs, op);
+    const Shape& first = xs[0].shape();
+    const int a = normalize_axis(axis, first.rank(), op);
+    Shape out_shape = first;
+    for (size_t i = 1; i < xs.size(); ++i) {
+      const Shape& s = xs[i].shape();
+      CTRAX_REQUIRE(s.rank() == first.rank(), op, ": tensor ", i, " has shape ", s, " of rank ", s.rank(),
+                    " but tensor 0 has shape ", first, " of rank ", first.rank(), " (expected equal ranks)");
+      for (int d = 0; d < first.rank(); ++d)
+        CTRAX_REQUIRE(d == a || s[d] == first[d], op, ": tensor ", i, " has shape ", s, " but tensor 0 has shape ",
+                      first, " (they must match on every axis but the concatenation axis ", a, ")");
+      out_shape[a] = add_sizes(out_shape[a], s[a], op);
+    }
+    return join_along(xs, a, out_shape, dtype);
+  }, [&] { return OpAttrs{AxisAttrs{axis, false}}; });
 }
 
 Tensor stack(const std::vector<Tensor>& xs, int axis) {
-  const char* op = "stack";
-  const DType dtype = check_list(xs, op);
-  const Shape& first = xs[0].shape();
-  CTRAX_REQUIRE(first.rank() < kMaxRank, op, ": stacking tensors of shape ", first, " would give rank ",
-                first.rank() + 1, " (the maximum rank is ", kMaxRank, ")");
-  const int a = normalize_axis(axis, first.rank() + 1, op);
-  for (size_t i = 1; i < xs.size(); ++i)
-    CTRAX_REQUIRE(xs[i].shape() == first, op, ": tensor ", i, " has shape ", xs[i].shape(), " but tensor 0 has shape ",
-                  first, " (expected all shapes equal)");
-  CTRAX_REQUIRE(static_cast<int64_t>(xs.size()) <= (int64_t{1} << 46), op, ": too many tensors (", xs.size(), ")");
-  // Stacking is concatenating along a new size-1 axis; unsqueeze is a view, so contiguous
-  // inputs stay contiguous and take the memcpy path.
-  std::vector<Tensor> expanded;
-  expanded.reserve(xs.size());
-  for (const Tensor& x : xs) expanded.push_back(x.unsqueeze(a));
-  Shape out_shape = first;
-  out_shape.insert(a, static_cast<int64_t>(xs.size()));
-  return join_along(expanded, a, out_shape, dtype);
+  return traced_list_op(OpId::stack, xs, [&] {
+    const char* op = "stack";
+    const DType dtype = check_list(xs, op);
+    const Shape& first = xs[0].shape();
+    CTRAX_REQUIRE(first.rank() < kMaxRank, op, ": stacking tensors of shape ", first, " would give rank ",
+                  first.rank() + 1, " (the maximum rank is ", kMaxRank, ")");
+    const int a = normalize_axis(axis, first.rank() + 1, op);
+    for (size_t i = 1; i < xs.size(); ++i)
+      CTRAX_REQUIRE(xs[i].shape() == first, op, ": tensor ", i, " has shape ", xs[i].shape(), " but tensor 0 has shape ",
+                    first, " (expected all shapes equal)");
+    CTRAX_REQUIRE(static_cast<int64_t>(xs.size()) <= (int64_t{1} << 46), op, ": too many tensors (", xs.size(), ")");
+    // Stacking is concatenating along a new size-1 axis; unsqueeze is a view, so contiguous
+    // inputs stay contiguous and take the memcpy path.
+    std::vector<Tensor> expanded;
+    expanded.reserve(xs.size());
+    for (const Tensor& x : xs) expanded.push_back(x.unsqueeze(a));
+    Shape out_shape = first;
+    out_shape.insert(a, static_cast<int64_t>(xs.size()));
+    return join_along(expanded, a, out_shape, dtype);
+  }, [&] { return OpAttrs{AxisAttrs{axis, false}}; });
 }
 
 // ---------------------------------------------------------------------------------------------
 // split
 // ---------------------------------------------------------------------------------------------
 
-std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int axis) {
+namespace {
+std::vector<Tensor> split_parts(const Tensor& x, const std::vector<int64_t>& sizes, int axis) {
   const char* op = "split";
   require_cpu_input(x, op, "x");
   const int a = normalize_axis(axis, x.rank(), op);
@@ -154,6 +160,20 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
   return parts;
 }
 
+}  // namespace
+
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int axis) {
+  const Tensor* in[] = {&x};
+  if (!detail::any_traced(in)) return split_parts(x, sizes, axis);
+  std::vector<Tensor> parts;
+  {
+    detail::RecordingPause pause;
+    parts = split_parts(x, sizes, axis);
+  }
+  record_op(OpId::split, in, parts, AxisAttrs{axis, false});
+  return parts;
+}
+
 std::vector<Tensor> split(const Tensor& x, int64_t sections, int axis) {
   const char* op = "split";
   require_cpu_input(x, op, "x");
@@ -174,67 +194,82 @@ std::vector<Tensor> split(const Tensor& x, int64_t sections, int axis) {
 // ---------------------------------------------------------------------------------------------
 
 Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& widths, double value) {
-  const char* op = "pad";
-  require_cpu_input(x, op, "x");
-  CTRAX_REQUIRE(static_cast<int>(widths.size()) == x.rank(), op, ": got ", widths.size(),
-                " (before, after) pairs for x of shape ", x.shape(), " (expected one pair per axis: ", x.rank(), ")");
-  Shape out_shape = x.shape();
-  for (int d = 0; d < x.rank(); ++d) {
-    const auto [before, after] = widths[d];
-    CTRAX_REQUIRE(before >= 0 && after >= 0, op, ": widths (", before, ", ", after, ") of axis ", d,
-                  " are negative (expected widths >= 0)");
-    out_shape[d] = add_sizes(add_sizes(x.shape()[d], before, op), after, op);
-  }
-  Tensor out = full(out_shape, value, x.dtype());
-  Tensor interior = out;
-  for (int d = 0; d < x.rank(); ++d) interior = interior.slice(d, widths[d].first, widths[d].first + x.shape()[d]);
-  interior.copy_(x);
-  return out;
+  return traced_op(OpId::pad, {&x}, [&] {
+    const char* op = "pad";
+    require_cpu_input(x, op, "x");
+    CTRAX_REQUIRE(static_cast<int>(widths.size()) == x.rank(), op, ": got ", widths.size(),
+                  " (before, after) pairs for x of shape ", x.shape(), " (expected one pair per axis: ", x.rank(), ")");
+    Shape out_shape = x.shape();
+    for (int d = 0; d < x.rank(); ++d) {
+      const auto [before, after] = widths[d];
+      CTRAX_REQUIRE(before >= 0 && after >= 0, op, ": widths (", before, ", ", after, ") of axis ", d,
+                    " are negative (expected widths >= 0)");
+      out_shape[d] = add_sizes(add_sizes(x.shape()[d], before, op), after, op);
+    }
+    Tensor out = full(out_shape, value, x.dtype());
+    Tensor interior = out;
+    for (int d = 0; d < x.rank(); ++d) interior = interior.slice(d, widths[d].first, widths[d].first + x.shape()[d]);
+    interior.copy_(x);
+    return out;
+  }, [&] {
+    PadAttrs p;
+    for (const auto& [before, after] : widths) {
+      p.before.push_back(before);
+      p.after.push_back(after);
+    }
+    return OpAttrs{p};
+  });
 }
 
 // Choice (ops.h leaves it open): an empty `axes` flips nothing and returns a copy, as
 // torch.flip(x, []); it does not mean "every axis".
 Tensor flip(const Tensor& x, const std::vector<int>& axes) {
-  const char* op = "flip";
-  require_cpu_input(x, op, "x");
-  bool flipped[kMaxRank] = {};
-  for (int axis : axes) {
-    const int a = normalize_axis(axis, x.rank(), op);
-    CTRAX_REQUIRE(!flipped[a], op, ": axis ", axis, " appears twice (expected distinct axes)");
-    flipped[a] = true;
-  }
-  Tensor out(x.shape(), x.dtype());
-  if (out.numel() == 0) return out;
-  // Walk the output in row-major order. The source offset (in elements) of output index i
-  // along a flipped axis of size n is (n - 1 - i) * stride, so the walk steps by -stride
-  // there. Offsets stay int64 and are only turned into addresses at each read, which keeps
-  // every pointer inside the storage.
-  const int rank = x.rank();
-  int64_t step[kMaxRank] = {}, index[kMaxRank] = {};
-  int64_t offset = 0;
-  for (int d = 0; d < rank; ++d) {
-    step[d] = flipped[d] ? -x.strides()[d] : x.strides()[d];
-    if (flipped[d]) offset += (x.shape()[d] - 1) * x.strides()[d];
-  }
-  const int64_t row = rank > 0 ? x.shape()[rank - 1] : 1;
-  const int64_t row_step = rank > 0 ? step[rank - 1] : 0;
-  const int64_t rows = out.numel() / row;
-  dispatch_dtype(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* src = static_cast<const T*>(x.raw_data());
-    T* dst = static_cast<T*>(out.raw_data());
-    for (int64_t r = 0; r < rows; ++r, dst += row) {
-      for (int64_t i = 0; i < row; ++i) dst[i] = src[offset + i * row_step];
-      // odometer over the outer axes
-      for (int d = rank - 2; d >= 0; --d) {
-        offset += step[d];
-        if (++index[d] < x.shape()[d]) break;
-        offset -= step[d] * x.shape()[d];
-        index[d] = 0;
-      }
+  return traced_op(OpId::flip, {&x}, [&] {
+    const char* op = "flip";
+    require_cpu_input(x, op, "x");
+    bool flipped[kMaxRank] = {};
+    for (int axis : axes) {
+      const int a = normalize_axis(axis, x.rank(), op);
+      CTRAX_REQUIRE(!flipped[a], op, ": axis ", axis, " appears twice (expected distinct axes)");
+      flipped[a] = true;
     }
+    Tensor out(x.shape(), x.dtype());
+    if (out.numel() == 0) return out;
+    // Walk the output in row-major order. The source offset (in elements) of output index i
+    // along a flipped axis of size n is (n - 1 - i) * stride, so the walk steps by -stride
+    // there. Offsets stay int64 and are only turned into addresses at each read, which keeps
+    // every pointer inside the storage.
+    const int rank = x.rank();
+    int64_t step[kMaxRank] = {}, index[kMaxRank] = {};
+    int64_t offset = 0;
+    for (int d = 0; d < rank; ++d) {
+      step[d] = flipped[d] ? -x.strides()[d] : x.strides()[d];
+      if (flipped[d]) offset += (x.shape()[d] - 1) * x.strides()[d];
+    }
+    const int64_t row = rank > 0 ? x.shape()[rank - 1] : 1;
+    const int64_t row_step = rank > 0 ? step[rank - 1] : 0;
+    const int64_t rows = out.numel() / row;
+    dispatch_dtype(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* src = static_cast<const T*>(x.raw_data());
+      T* dst = static_cast<T*>(out.raw_data());
+      for (int64_t r = 0; r < rows; ++r, dst += row) {
+        for (int64_t i = 0; i < row; ++i) dst[i] = src[offset + i * row_step];
+        // odometer over the outer axes
+        for (int d = rank - 2; d >= 0; --d) {
+          offset += step[d];
+          if (++index[d] < x.shape()[d]) break;
+          offset -= step[d] * x.shape()[d];
+          index[d] = 0;
+        }
+      }
+    });
+    return out;
+  }, [&] {
+    AxesAttrs f;
+    for (int axis : axes) f.axes.push_back(axis);
+    return OpAttrs{f};
   });
-  return out;
 }
 
 }  // namespace ctrax

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../trace.h"
 #include "../../kernels/gemm.h"
 #include "../ops.h"
 #include "reduce_util.h"
@@ -121,54 +122,56 @@ void batched_gemm(const GemmOperand& a, const GemmOperand& b, const Shape& batch
 }  // namespace
 
 Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
-  detail::require_cpu_input(a_in, "matmul");
-  detail::require_cpu_input(b_in, "matmul");
-  CTRAX_REQUIRE(a_in.rank() >= 1 && b_in.rank() >= 1, "matmul: operands must have rank >= 1, got shapes ",
-                a_in.shape(), " and ", b_in.shape(), " (use mul to scale by a rank-0 tensor)");
-  CTRAX_REQUIRE(is_floating(a_in.dtype()) && is_floating(b_in.dtype()),
-                "matmul: needs floating tensors (float32 or float64), got ", a_in.dtype(), " and ", b_in.dtype(),
-                "; cast first, e.g. x.to(DType::float32)");
-  const DType dtype = promote_types(a_in.dtype(), b_in.dtype());
-  // NumPy's 1-D promotion: (k) -> (1, k) on the left, (k) -> (k, 1) on the right.
-  Tensor a = a_in.to(dtype), b = b_in.to(dtype);
-  const bool a_vector = a.rank() == 1, b_vector = b.rank() == 1;
-  if (a_vector) a = a.unsqueeze(0);
-  if (b_vector) b = b.unsqueeze(1);
+  return traced_op(OpId::matmul, {&a_in, &b_in}, [&] {
+    detail::require_cpu_input(a_in, "matmul");
+    detail::require_cpu_input(b_in, "matmul");
+    CTRAX_REQUIRE(a_in.rank() >= 1 && b_in.rank() >= 1, "matmul: operands must have rank >= 1, got shapes ",
+                  a_in.shape(), " and ", b_in.shape(), " (use mul to scale by a rank-0 tensor)");
+    CTRAX_REQUIRE(is_floating(a_in.dtype()) && is_floating(b_in.dtype()),
+                  "matmul: needs floating tensors (float32 or float64), got ", a_in.dtype(), " and ", b_in.dtype(),
+                  "; cast first, e.g. x.to(DType::float32)");
+    const DType dtype = promote_types(a_in.dtype(), b_in.dtype());
+    // NumPy's 1-D promotion: (k) -> (1, k) on the left, (k) -> (k, 1) on the right.
+    Tensor a = a_in.to(dtype), b = b_in.to(dtype);
+    const bool a_vector = a.rank() == 1, b_vector = b.rank() == 1;
+    if (a_vector) a = a.unsqueeze(0);
+    if (b_vector) b = b.unsqueeze(1);
 
-  const int64_t m = a.size(-2), k = a.size(-1), k_b = b.size(-2), n = b.size(-1);
-  CTRAX_REQUIRE(k == k_b, "matmul: cannot multiply shapes ", a_in.shape(), " and ", b_in.shape(),
-                ": the contracted dimensions differ (", k, " columns of the first vs ", k_b,
-                " rows of the second)");
+    const int64_t m = a.size(-2), k = a.size(-1), k_b = b.size(-2), n = b.size(-1);
+    CTRAX_REQUIRE(k == k_b, "matmul: cannot multiply shapes ", a_in.shape(), " and ", b_in.shape(),
+                  ": the contracted dimensions differ (", k, " columns of the first vs ", k_b,
+                  " rows of the second)");
 
-  // Broadcast the batch axes (everything before the last two).
-  const Shape a_batch(a.shape().data(), a.rank() - 2), b_batch(b.shape().data(), b.rank() - 2);
-  Shape batch;
-  {
-    const int nb = std::max(a_batch.rank(), b_batch.rank());
-    for (int d = 0; d < nb; ++d) {
-      const int da = d - (nb - a_batch.rank()), db = d - (nb - b_batch.rank());
-      const int64_t sa = da >= 0 ? a_batch[da] : 1, sb = db >= 0 ? b_batch[db] : 1;
-      CTRAX_REQUIRE(sa == sb || sa == 1 || sb == 1, "matmul: the batch dimensions of shapes ", a_in.shape(),
-                    " and ", b_in.shape(), " do not broadcast (", a_batch, " vs ", b_batch, ")");
-      batch.push_back(sa == 1 ? sb : sa);
+    // Broadcast the batch axes (everything before the last two).
+    const Shape a_batch(a.shape().data(), a.rank() - 2), b_batch(b.shape().data(), b.rank() - 2);
+    Shape batch;
+    {
+      const int nb = std::max(a_batch.rank(), b_batch.rank());
+      for (int d = 0; d < nb; ++d) {
+        const int da = d - (nb - a_batch.rank()), db = d - (nb - b_batch.rank());
+        const int64_t sa = da >= 0 ? a_batch[da] : 1, sb = db >= 0 ? b_batch[db] : 1;
+        CTRAX_REQUIRE(sa == sb || sa == 1 || sb == 1, "matmul: the batch dimensions of shapes ", a_in.shape(),
+                      " and ", b_in.shape(), " do not broadcast (", a_batch, " vs ", b_batch, ")");
+        batch.push_back(sa == 1 ? sb : sa);
+      }
     }
-  }
-  Shape out_shape = batch;
-  if (!a_vector) out_shape.push_back(m);
-  if (!b_vector) out_shape.push_back(n);
+    Shape out_shape = batch;
+    if (!a_vector) out_shape.push_back(m);
+    if (!b_vector) out_shape.push_back(n);
 
-  Tensor out = empty(out_shape, dtype);
-  if (out.numel() == 0) return out;
-  if (k == 0) {  // an empty sum: zeros, without asking GEMM about k = 0
-    out.fill_(0.0);
+    Tensor out = empty(out_shape, dtype);
+    if (out.numel() == 0) return out;
+    if (k == 0) {  // an empty sum: zeros, without asking GEMM about k = 0
+      out.fill_(0.0);
+      return out;
+    }
+    const GemmOperand ga = prepare_operand(a, batch), gb = prepare_operand(b, batch);
+    dispatch_floating(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      batched_gemm<T>(ga, gb, batch, m, n, k, static_cast<T*>(out.raw_data()));
+    });
     return out;
-  }
-  const GemmOperand ga = prepare_operand(a, batch), gb = prepare_operand(b, batch);
-  dispatch_floating(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    batched_gemm<T>(ga, gb, batch, m, n, k, static_cast<T*>(out.raw_data()));
   });
-  return out;
 }
 
 }  // namespace ctrax

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "../ops.h"
+#include "../trace.h"
 #include "reduce_util.h"
 
 namespace ctrax {
@@ -277,6 +278,15 @@ std::vector<int> all_axes(const Tensor& x) {
   return axes;
 }
 
+// What a reduction's backward needs (tensor/trace.h).
+OpAttrs reduce_attrs(const std::vector<int>& axes, bool keepdims, int64_t correction = 0) {
+  ReduceAttrs a;
+  for (int axis : axes) a.axes.push_back(axis);
+  a.keepdims = keepdims;
+  a.correction = correction;
+  return a;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -284,68 +294,84 @@ std::vector<int> all_axes(const Tensor& x) {
 // ---------------------------------------------------------------------------------------------
 
 Tensor sum(const Tensor& x, const std::vector<int>& axes, bool keepdims) {
-  const ReducePlan plan = detail::plan_reduce(x, axes, keepdims, "sum");
-  return dispatch_dtype(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_floating_point_v<T>) return reduce_into(x, plan, x.dtype(), SumInDouble<T, T>{});
-    else return reduce_into(x, plan, DType::int64, SumInteger<T>{});
-  });
+  return traced_op(OpId::sum, {&x}, [&] {
+    const ReducePlan plan = detail::plan_reduce(x, axes, keepdims, "sum");
+    return dispatch_dtype(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_floating_point_v<T>) return reduce_into(x, plan, x.dtype(), SumInDouble<T, T>{});
+      else return reduce_into(x, plan, DType::int64, SumInteger<T>{});
+    });
+  }, [&] { return reduce_attrs(axes, keepdims); });
 }
 
 Tensor mean(const Tensor& x, const std::vector<int>& axes, bool keepdims) {
-  const ReducePlan plan = detail::plan_reduce(x, axes, keepdims, "mean");
-  require_elements(x, plan, axes, "mean");
-  const DType out_dtype = real_result_dtype(x.dtype());
-  return dispatch_dtype(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    return dispatch_floating(out_dtype, [&](auto out_tag) {
-      using O = decltype(out_tag);
-      SumInDouble<T, O> p;
-      p.divisor = static_cast<double>(plan.layout.n_red);
-      return reduce_into(x, plan, out_dtype, p);
+  return traced_op(OpId::mean, {&x}, [&] {
+    const ReducePlan plan = detail::plan_reduce(x, axes, keepdims, "mean");
+    require_elements(x, plan, axes, "mean");
+    const DType out_dtype = real_result_dtype(x.dtype());
+    return dispatch_dtype(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      return dispatch_floating(out_dtype, [&](auto out_tag) {
+        using O = decltype(out_tag);
+        SumInDouble<T, O> p;
+        p.divisor = static_cast<double>(plan.layout.n_red);
+        return reduce_into(x, plan, out_dtype, p);
+      });
     });
-  });
+  }, [&] { return reduce_attrs(axes, keepdims); });
 }
 
 Tensor var(const Tensor& x, const std::vector<int>& axes, bool keepdims, int64_t correction) {
-  return variance(x, axes, keepdims, correction, false, "var");
+  return traced_op(OpId::var, {&x}, [&] {
+    return variance(x, axes, keepdims, correction, false, "var");
+  }, [&] { return reduce_attrs(axes, keepdims, correction); });
 }
 
 Tensor std(const Tensor& x, const std::vector<int>& axes, bool keepdims, int64_t correction) {
-  return variance(x, axes, keepdims, correction, true, "std");
+  return traced_op(OpId::std, {&x}, [&] {
+    return variance(x, axes, keepdims, correction, true, "std");
+  }, [&] { return reduce_attrs(axes, keepdims, correction); });
 }
 
 Tensor max(const Tensor& x, const std::vector<int>& axes, bool keepdims) {
-  return extremum<true>(x, axes, keepdims, "max");
+  return traced_op(OpId::max, {&x}, [&] {
+    return extremum<true>(x, axes, keepdims, "max");
+  }, [&] { return reduce_attrs(axes, keepdims); });
 }
 
 Tensor min(const Tensor& x, const std::vector<int>& axes, bool keepdims) {
-  return extremum<false>(x, axes, keepdims, "min");
+  return traced_op(OpId::min, {&x}, [&] {
+    return extremum<false>(x, axes, keepdims, "min");
+  }, [&] { return reduce_attrs(axes, keepdims); });
 }
 
 Tensor prod(const Tensor& x, const std::vector<int>& axes, bool keepdims) {
-  const ReducePlan plan = detail::plan_reduce(x, axes, keepdims, "prod");
-  return dispatch_dtype(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_floating_point_v<T>) return reduce_into(x, plan, x.dtype(), ProdFloating<T>{});
-    else return reduce_into(x, plan, DType::int64, ProdInteger<T>{});
-  });
+  return traced_op(OpId::prod, {&x}, [&] {
+    const ReducePlan plan = detail::plan_reduce(x, axes, keepdims, "prod");
+    return dispatch_dtype(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_floating_point_v<T>) return reduce_into(x, plan, x.dtype(), ProdFloating<T>{});
+      else return reduce_into(x, plan, DType::int64, ProdInteger<T>{});
+    });
+  }, [&] { return reduce_attrs(axes, keepdims); });
 }
 
 Tensor logsumexp(const Tensor& x, const std::vector<int>& axes, bool keepdims) {
-  const ReducePlan plan = detail::plan_reduce(x, axes, keepdims, "logsumexp");
-  require_elements(x, plan, axes, "logsumexp");
-  const DType out_dtype = real_result_dtype(x.dtype());
-  return dispatch_dtype(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    std::vector<double> maxima(static_cast<size_t>(plan.layout.n_out));
-    detail::run_reduction(plan.layout, static_cast<const T*>(x.raw_data()), maxima.data(),
-                          Extremum<T, true, double>{});
-    return dispatch_floating(out_dtype, [&](auto out_tag) {
-      using O = decltype(out_tag);
-      return reduce_into(x, plan, out_dtype, ShiftedExpSum<T, O>{maxima.data()});
+  return traced_op(OpId::logsumexp, {&x}, [&] {
+    const ReducePlan plan = detail::plan_reduce(x, axes, keepdims, "logsumexp");
+    require_elements(x, plan, axes, "logsumexp");
+    const DType out_dtype = real_result_dtype(x.dtype());
+    return dispatch_dtype(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      std::vector<double> maxima(static_cast<size_t>(plan.layout.n_out));
+      detail::run_reduction(plan.layout, static_cast<const T*>(x.raw_data()), maxima.data(),
+                            Extremum<T, true, double>{});
+      return dispatch_floating(out_dtype, [&](auto out_tag) {
+        using O = decltype(out_tag);
+        return reduce_into(x, plan, out_dtype, ShiftedExpSum<T, O>{maxima.data()});
+      });
     });
-  });
+  }, [&] { return reduce_attrs(axes, keepdims); });
 }
 
 Tensor any(const Tensor& x, const std::vector<int>& axes, bool keepdims) {

@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../trace.h"
 #include "../../kernels/parallel.h"
 #include "../ops.h"
 #include "reduce_util.h"
@@ -92,16 +93,20 @@ Tensor scan(const Tensor& x, int axis_in, bool reverse, double discount, DType d
 }  // namespace
 
 Tensor cumsum(const Tensor& x, int axis, bool reverse) {
-  detail::require_cpu_input(x, "cumsum");
-  const DType dtype = is_floating(x.dtype()) ? x.dtype() : DType::int64;
-  return scan<false>(x, axis, reverse, 1.0, dtype, "cumsum");
+  return traced_op(OpId::cumsum, {&x}, [&] {
+    detail::require_cpu_input(x, "cumsum");
+    const DType dtype = is_floating(x.dtype()) ? x.dtype() : DType::int64;
+    return scan<false>(x, axis, reverse, 1.0, dtype, "cumsum");
+  }, [&] { return OpAttrs{AxisAttrs{axis, reverse}}; });
 }
 
 Tensor discounted_cumsum(const Tensor& x, int axis, double discount) {
-  detail::require_cpu_input(x, "discounted_cumsum");
-  CTRAX_REQUIRE(std::isfinite(discount), "discounted_cumsum: discount must be finite, got ", discount);
-  const DType dtype = is_floating(x.dtype()) ? x.dtype() : DType::float32;
-  return scan<true>(x, axis, true, discount, dtype, "discounted_cumsum");
+  return traced_op(OpId::discounted_cumsum, {&x}, [&] {
+    detail::require_cpu_input(x, "discounted_cumsum");
+    CTRAX_REQUIRE(std::isfinite(discount), "discounted_cumsum: discount must be finite, got ", discount);
+    const DType dtype = is_floating(x.dtype()) ? x.dtype() : DType::float32;
+    return scan<true>(x, axis, true, discount, dtype, "discounted_cumsum");
+  }, [&] { return OpAttrs{ScalarAttrs{discount, 0.0, axis}}; });
 }
 
 }  // namespace ctrax

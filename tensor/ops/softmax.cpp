@@ -21,6 +21,7 @@
 #include <limits>
 #include <vector>
 
+#include "../trace.h"
 #include "../../kernels/parallel.h"
 #include "../ops.h"
 #include "reduce_util.h"
@@ -120,8 +121,8 @@ Tensor softmax_impl(const Tensor& x, int axis_in, const char* op) {
 
 }  // namespace
 
-Tensor softmax(const Tensor& x, int axis) { return softmax_impl<false>(x, axis, "softmax"); }
+Tensor softmax(const Tensor& x, int axis) { return traced_op(OpId::softmax, {&x}, [&] { return softmax_impl<false>(x, axis, "softmax"); }, [&] { return OpAttrs{AxisAttrs{axis, false}}; }); }
 
-Tensor log_softmax(const Tensor& x, int axis) { return softmax_impl<true>(x, axis, "log_softmax"); }
+Tensor log_softmax(const Tensor& x, int axis) { return traced_op(OpId::log_softmax, {&x}, [&] { return softmax_impl<true>(x, axis, "log_softmax"); }, [&] { return OpAttrs{AxisAttrs{axis, false}}; }); }
 
 }  // namespace ctrax

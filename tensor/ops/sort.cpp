@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "../trace.h"
 #include "../../kernels/parallel.h"
 #include "../ops.h"
 
@@ -123,8 +124,10 @@ int64_t line_length(const Tensor& x, int axis, const char* op) {
 }  // namespace
 
 Tensor sort(const Tensor& x, int axis, bool descending) {
-  require_cpu_input(x, "sort");
-  return sort_lines(x, axis, line_length(x, axis, "sort"), descending, true, false, "sort").values;
+  return traced_op(OpId::sort, {&x}, [&] {
+    require_cpu_input(x, "sort");
+    return sort_lines(x, axis, line_length(x, axis, "sort"), descending, true, false, "sort").values;
+  }, [&] { return OpAttrs{AxisAttrs{axis, descending}}; });
 }
 
 Tensor argsort(const Tensor& x, int axis, bool descending) {
@@ -134,8 +137,20 @@ Tensor argsort(const Tensor& x, int axis, bool descending) {
 
 std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int axis, bool largest) {
   require_cpu_input(x, "topk");
-  SortResult r = sort_lines(x, axis, k, largest, true, true, "topk");
-  return {r.values, r.indices};
+  const Tensor* in[] = {&x};
+  if (!detail::any_traced(in)) {
+    SortResult r = sort_lines(x, axis, k, largest, true, true, "topk");
+    return {r.values, r.indices};
+  }
+  Tensor outs[2];
+  {
+    detail::RecordingPause pause;
+    SortResult r = sort_lines(x, axis, k, largest, true, true, "topk");
+    outs[0] = r.values;
+    outs[1] = r.indices;
+  }
+  record_op(OpId::topk, in, outs, AxisAttrs{axis, largest});
+  return {outs[0], outs[1]};
 }
 
 }  // namespace ctrax

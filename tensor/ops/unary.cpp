@@ -16,6 +16,7 @@
 
 #include "../../kernels/elementwise/elementwise_math.h"
 #include "../ops.h"
+#include "../trace.h"
 #include "elementwise_util.h"
 
 namespace ctrax {
@@ -107,14 +108,18 @@ T round_half_even(T v) {
 // ---- arithmetic -------------------------------------------------------------------------------
 
 Tensor neg(const Tensor& x) {
-  return arithmetic_unary<kernel_id(UnaryKernel::neg)>(x, "neg", [](auto v) { return negate(v); });
+  return traced_op(OpId::neg, {&x}, [&] {
+    return arithmetic_unary<kernel_id(UnaryKernel::neg)>(x, "neg", [](auto v) { return negate(v); });
+  });
 }
 
 Tensor abs(const Tensor& x) {
-  return arithmetic_unary(x, "abs", [](auto v) {
-    using T = decltype(v);
-    if constexpr (std::is_integral_v<T>) return v < T(0) ? negate(v) : v;
-    else return std::fabs(v);
+  return traced_op(OpId::abs, {&x}, [&] {
+    return arithmetic_unary(x, "abs", [](auto v) {
+      using T = decltype(v);
+      if constexpr (std::is_integral_v<T>) return v < T(0) ? negate(v) : v;
+      else return std::fabs(v);
+    });
   });
 }
 
@@ -127,88 +132,108 @@ Tensor sign(const Tensor& x) {
 }
 
 Tensor square(const Tensor& x) {
-  return arithmetic_unary<kernel_id(UnaryKernel::square)>(x, "square", [](auto v) {
-    using T = decltype(v);
-    if constexpr (std::is_integral_v<T>) return ops_detail::wrap_mul(v, v);
-    else return kernels::unary_value<UnaryKernel::square>(v);
+  return traced_op(OpId::square, {&x}, [&] {
+    return arithmetic_unary<kernel_id(UnaryKernel::square)>(x, "square", [](auto v) {
+      using T = decltype(v);
+      if constexpr (std::is_integral_v<T>) return ops_detail::wrap_mul(v, v);
+      else return kernels::unary_value<UnaryKernel::square>(v);
+    });
   });
 }
 
 Tensor relu(const Tensor& x) {
-  return arithmetic_unary<kernel_id(UnaryKernel::relu)>(x, "relu", [](auto v) {
-    using T = decltype(v);
-    return v <= T(0) ? T(0) : v;  // kernels::unary_value<relu> for floats: +0 for -0, NaN kept
+  return traced_op(OpId::relu, {&x}, [&] {
+    return arithmetic_unary<kernel_id(UnaryKernel::relu)>(x, "relu", [](auto v) {
+      using T = decltype(v);
+      return v <= T(0) ? T(0) : v;  // kernels::unary_value<relu> for floats: +0 for -0, NaN kept
+    });
   });
 }
 
 Tensor clip(const Tensor& x, Scalar lo, Scalar hi) {
-  ops_detail::require_input(x, "clip", "x");
-  require_not_bool(x, "clip");
-  CTRAX_REQUIRE(lo.value <= hi.value, "clip: lo (", lo.value, ") must be <= hi (", hi.value,
-                "), and neither may be NaN");
-  // The bounds are weak scalars: a floating bound makes an integer tensor float32.
-  const DType dtype = (lo.is_floating || hi.is_floating) ? ops_detail::weak_scalar_dtype(x.dtype(), true) : x.dtype();
-  const Tensor xc = x.to(dtype);
-  Tensor out(xc.shape(), dtype);
-  dispatch_dtype(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    // Saturating conversion: an int32 tensor clipped to [-1e20, 1e20] is left unchanged.
-    const T low = ops_detail::saturate_cast<T>(lo.value);
-    const T high = ops_detail::saturate_cast<T>(hi.value);
-    map_unary<T, T>(xc, out, [low, high](T v) -> T { return v < low ? low : (v > high ? high : v); });
-  });
-  return out;
+  return traced_op(OpId::clip, {&x}, [&] {
+    ops_detail::require_input(x, "clip", "x");
+    require_not_bool(x, "clip");
+    CTRAX_REQUIRE(lo.value <= hi.value, "clip: lo (", lo.value, ") must be <= hi (", hi.value,
+                  "), and neither may be NaN");
+    // The bounds are weak scalars: a floating bound makes an integer tensor float32.
+    const DType dtype = (lo.is_floating || hi.is_floating) ? ops_detail::weak_scalar_dtype(x.dtype(), true) : x.dtype();
+    const Tensor xc = x.to(dtype);
+    Tensor out(xc.shape(), dtype);
+    dispatch_dtype(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      // Saturating conversion: an int32 tensor clipped to [-1e20, 1e20] is left unchanged.
+      const T low = ops_detail::saturate_cast<T>(lo.value);
+      const T high = ops_detail::saturate_cast<T>(hi.value);
+      map_unary<T, T>(xc, out, [low, high](T v) -> T { return v < low ? low : (v > high ? high : v); });
+    });
+    return out;
+  }, [&] { return OpAttrs{ScalarAttrs{lo.value, hi.value, 0}}; });
 }
 
 // ---- real-valued ------------------------------------------------------------------------------
 
 Tensor exp(const Tensor& x) {
-  return real_unary<kernel_id(UnaryKernel::exp)>(x, "exp", [](auto v) { return kernels::unary_value<UnaryKernel::exp>(v); });
+  return traced_op(OpId::exp, {&x}, [&] {
+    return real_unary<kernel_id(UnaryKernel::exp)>(x, "exp", [](auto v) { return kernels::unary_value<UnaryKernel::exp>(v); });
+  });
 }
 Tensor tanh(const Tensor& x) {
-  return real_unary<kernel_id(UnaryKernel::tanh)>(x, "tanh",
-                                                  [](auto v) { return kernels::unary_value<UnaryKernel::tanh>(v); });
+  return traced_op(OpId::tanh, {&x}, [&] {
+    return real_unary<kernel_id(UnaryKernel::tanh)>(x, "tanh",
+                                                    [](auto v) { return kernels::unary_value<UnaryKernel::tanh>(v); });
+  });
 }
 Tensor sigmoid(const Tensor& x) {
-  return real_unary<kernel_id(UnaryKernel::sigmoid)>(
-      x, "sigmoid", [](auto v) { return kernels::unary_value<UnaryKernel::sigmoid>(v); });
+  return traced_op(OpId::sigmoid, {&x}, [&] {
+    return real_unary<kernel_id(UnaryKernel::sigmoid)>(
+        x, "sigmoid", [](auto v) { return kernels::unary_value<UnaryKernel::sigmoid>(v); });
+  });
 }
-Tensor log(const Tensor& x) { return real_unary(x, "log", [](auto v) { return std::log(v); }); }
-Tensor log1p(const Tensor& x) { return real_unary(x, "log1p", [](auto v) { return std::log1p(v); }); }
-Tensor expm1(const Tensor& x) { return real_unary(x, "expm1", [](auto v) { return std::expm1(v); }); }
-Tensor sqrt(const Tensor& x) { return real_unary(x, "sqrt", [](auto v) { return std::sqrt(v); }); }
+Tensor log(const Tensor& x) { return traced_op(OpId::log, {&x}, [&] { return real_unary(x, "log", [](auto v) { return std::log(v); }); }); }
+Tensor log1p(const Tensor& x) { return traced_op(OpId::log1p, {&x}, [&] { return real_unary(x, "log1p", [](auto v) { return std::log1p(v); }); }); }
+Tensor expm1(const Tensor& x) { return traced_op(OpId::expm1, {&x}, [&] { return real_unary(x, "expm1", [](auto v) { return std::expm1(v); }); }); }
+Tensor sqrt(const Tensor& x) { return traced_op(OpId::sqrt, {&x}, [&] { return real_unary(x, "sqrt", [](auto v) { return std::sqrt(v); }); }); }
 Tensor rsqrt(const Tensor& x) {
-  return real_unary(x, "rsqrt", [](auto v) { return decltype(v)(1) / std::sqrt(v); });
+  return traced_op(OpId::rsqrt, {&x}, [&] {
+    return real_unary(x, "rsqrt", [](auto v) { return decltype(v)(1) / std::sqrt(v); });
+  });
 }
 Tensor reciprocal(const Tensor& x) {
-  return real_unary(x, "reciprocal", [](auto v) { return decltype(v)(1) / v; });
+  return traced_op(OpId::reciprocal, {&x}, [&] {
+    return real_unary(x, "reciprocal", [](auto v) { return decltype(v)(1) / v; });
+  });
 }
-Tensor sin(const Tensor& x) { return real_unary(x, "sin", [](auto v) { return std::sin(v); }); }
-Tensor cos(const Tensor& x) { return real_unary(x, "cos", [](auto v) { return std::cos(v); }); }
+Tensor sin(const Tensor& x) { return traced_op(OpId::sin, {&x}, [&] { return real_unary(x, "sin", [](auto v) { return std::sin(v); }); }); }
+Tensor cos(const Tensor& x) { return traced_op(OpId::cos, {&x}, [&] { return real_unary(x, "cos", [](auto v) { return std::cos(v); }); }); }
 
 Tensor softplus(const Tensor& x) {
-  // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): the exponent is never positive, so no overflow,
-  // and for large |x| the result tends to max(x, 0) exactly.
-  return real_unary(x, "softplus", [](auto v) {
-    using T = decltype(v);
-    return (v > T(0) ? v : T(0)) + std::log1p(std::exp(-std::fabs(v)));
+  return traced_op(OpId::softplus, {&x}, [&] {
+    // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): the exponent is never positive, so no overflow,
+    // and for large |x| the result tends to max(x, 0) exactly.
+    return real_unary(x, "softplus", [](auto v) {
+      using T = decltype(v);
+      return (v > T(0) ? v : T(0)) + std::log1p(std::exp(-std::fabs(v)));
+    });
   });
 }
 
 Tensor gelu(const Tensor& x, bool approximate) {
-  if (approximate) {
-    // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+  return traced_op(OpId::gelu, {&x}, [&] {
+    if (approximate) {
+      // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+      return real_unary(x, "gelu", [](auto v) {
+        using T = decltype(v);
+        const T sqrt_2_over_pi = T(0.79788456080286535588);
+        return T(0.5) * v * (T(1) + std::tanh(sqrt_2_over_pi * (v + T(0.044715) * v * v * v)));
+      });
+    }
+    // x Phi(x) = 0.5 x (1 + erf(x / sqrt 2))
     return real_unary(x, "gelu", [](auto v) {
       using T = decltype(v);
-      const T sqrt_2_over_pi = T(0.79788456080286535588);
-      return T(0.5) * v * (T(1) + std::tanh(sqrt_2_over_pi * (v + T(0.044715) * v * v * v)));
+      return T(0.5) * v * (T(1) + std::erf(v * T(0.70710678118654752440)));
     });
-  }
-  // x Phi(x) = 0.5 x (1 + erf(x / sqrt 2))
-  return real_unary(x, "gelu", [](auto v) {
-    using T = decltype(v);
-    return T(0.5) * v * (T(1) + std::erf(v * T(0.70710678118654752440)));
-  });
+  }, [&] { return OpAttrs{GeluAttrs{approximate}}; });
 }
 
 // ---- rounding -------------------------------------------------------------------------------

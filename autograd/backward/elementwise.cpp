@@ -1,0 +1,181 @@
+// Backward of the elementwise ops: unary, binary, clip and where.
+//
+// Each gradient is written as the chain rule on the op's formula, dx = g * dy/dx, using the
+// saved input x or output y, whichever makes it cheaper (exp saves y: dy/dx = y). Binary
+// gradients are left in the broadcast output shape; the tape sums them down to each input.
+//
+// Subgradients at kinks (documented choices, the same as PyTorch):
+//   relu:  0 at x = 0 (and below);   abs: 0 at x = 0 (sign(0) = 0);
+//   clip:  1 on the closed interval [lo, hi], 0 outside;
+//   maximum/minimum: ties split the gradient evenly between a and b (as JAX and PyTorch);
+//   pow:   d/da of a^0 is 0, and d/db of 0^b is 0 (not NaN from 0 * log 0).
+#include <cmath>
+
+#include "../../tensor/ops.h"
+#include "../derivatives.h"
+
+namespace ctrax::autograd_detail {
+
+namespace {
+
+// A float tensor shaped like x with f applied to each element (for derivatives the op list
+// has no op for, such as the Gaussian density in GELU's).
+template <typename F>
+Tensor map_floating(const Tensor& x, F f) {
+  const Tensor xc = x.contiguous();
+  Tensor out(xc.shape(), xc.dtype());
+  dispatch_floating(xc.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = xc.data<T>();
+    T* o = out.data<T>();
+    for (int64_t i = 0; i < xc.numel(); ++i) o[i] = static_cast<T>(f(static_cast<double>(in[i])));
+  });
+  return out;
+}
+
+// 1.0 where cond, else 0.0, in dtype like t's.
+Tensor mask_like(const Tensor& cond, const Tensor& like) { return cond.to(like.dtype()); }
+
+const Tensor& g0(const BackwardContext& c) { return c.output_grads[0]; }
+const Tensor& x0(const BackwardContext& c) { return c.inputs[0]; }
+const Tensor& y0(const BackwardContext& c) { return c.outputs[0]; }
+
+// ---- unary ---------------------------------------------------------------------------------
+void neg_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = neg(g0(c)); }
+void abs_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = mul(g0(c), sign(x0(c))); }
+void exp_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = mul(g0(c), y0(c)); }
+void log_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = div(g0(c), x0(c)); }
+void log1p_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = div(g0(c), add(x0(c), 1.0)); }
+void expm1_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = mul(g0(c), add(y0(c), 1.0)); }
+// y = sqrt(x): dy/dx = 1 / (2 y).
+void sqrt_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = div(mul(g0(c), 0.5), y0(c)); }
+// y = x^(-1/2): dy/dx = -x^(-3/2) / 2 = -y^3 / 2.
+void rsqrt_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  const Tensor& y = y0(c);
+  dx[0] = mul(g0(c), mul(mul(square(y), y), -0.5));
+}
+void square_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = mul(g0(c), mul(x0(c), 2.0)); }
+// y = 1/x: dy/dx = -1/x^2 = -y^2.
+void reciprocal_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = neg(mul(g0(c), square(y0(c)))); }
+// tanh' = 1 - y^2.
+void tanh_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = mul(g0(c), sub(1.0, square(y0(c)))); }
+// sigmoid' = y (1 - y).
+void sigmoid_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  const Tensor& y = y0(c);
+  dx[0] = mul(g0(c), mul(y, sub(1.0, y)));
+}
+// softplus' = sigmoid(x).
+void softplus_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = mul(g0(c), sigmoid(x0(c))); }
+void relu_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  const Tensor& y = y0(c);
+  dx[0] = mul(g0(c), mask_like(gt(y, scalar_like(0.0, y)), y));
+}
+// Exact: d/dx [x Phi(x)] = Phi(x) + x phi(x).
+// Tanh form: with u = sqrt(2/pi) (x + 0.044715 x^3) and t = tanh(u),
+//   d/dx [x (1 + t) / 2] = (1 + t) / 2 + x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2) / 2.
+void gelu_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  const bool approximate = c.attr<GeluAttrs>().approximate;
+  const Tensor d = map_floating(x0(c), [approximate](double x) {
+    if (approximate) {
+      const double k = 0.79788456080286535588;
+      const double t = std::tanh(k * (x + 0.044715 * x * x * x));
+      return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * x * x);
+    }
+    const double cdf = 0.5 * (1.0 + std::erf(x * 0.70710678118654752440));
+    const double pdf = 0.39894228040143267794 * std::exp(-0.5 * x * x);
+    return cdf + x * pdf;
+  });
+  dx[0] = mul(g0(c), d);
+}
+void sin_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = mul(g0(c), cos(x0(c))); }
+void cos_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = neg(mul(g0(c), sin(x0(c)))); }
+void clip_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  const ScalarAttrs& a = c.attr<ScalarAttrs>();
+  const Tensor& x = x0(c);
+  const Tensor inside = logical_and(ge(x, scalar_like(a.lo, x)), le(x, scalar_like(a.hi, x)));
+  dx[0] = mul(g0(c), mask_like(inside, g0(c)));
+}
+
+// ---- binary --------------------------------------------------------------------------------
+void add_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  if (c.needs_grad(0)) dx[0] = g0(c);
+  if (c.needs_grad(1)) dx[1] = g0(c);
+}
+void sub_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  if (c.needs_grad(0)) dx[0] = g0(c);
+  if (c.needs_grad(1)) dx[1] = neg(g0(c));
+}
+void mul_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  if (c.needs_grad(0)) dx[0] = mul(g0(c), c.inputs[1]);
+  if (c.needs_grad(1)) dx[1] = mul(g0(c), c.inputs[0]);
+}
+// a / b: d/da = 1/b, d/db = -a/b^2.
+void div_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  const Tensor &a = c.inputs[0], &b = c.inputs[1];
+  if (c.needs_grad(0)) dx[0] = div(g0(c), b);
+  if (c.needs_grad(1)) dx[1] = neg(div(mul(g0(c), a), square(b)));
+}
+// y = a^b: d/da = b a^(b-1), d/db = y log(a).
+void pow_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  const Tensor &a = c.inputs[0], &b = c.inputs[1], &y = c.outputs[0];
+  if (c.needs_grad(0)) {
+    const Tensor d = where(eq(b, scalar_like(0.0, b)), scalar_like(0.0, y), mul(b, pow(a, sub(b, 1.0))));
+    dx[0] = mul(g0(c), d);
+  }
+  if (c.needs_grad(1)) {
+    const Tensor d = where(eq(a, scalar_like(0.0, a)), scalar_like(0.0, y), mul(y, log(a)));
+    dx[1] = mul(g0(c), d);
+  }
+}
+// maximum: the gradient goes to the larger operand; ties split it in half.
+template <bool kMax>
+void extremum_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  const Tensor &a = c.inputs[0], &b = c.inputs[1];
+  const Tensor& g = g0(c);
+  const Tensor half_on_ties = mul(mask_like(eq(a, b), g), 0.5);
+  if (c.needs_grad(0)) dx[0] = mul(g, add(mask_like(kMax ? gt(a, b) : lt(a, b), g), half_on_ties));
+  if (c.needs_grad(1)) dx[1] = mul(g, add(mask_like(kMax ? gt(b, a) : lt(b, a), g), half_on_ties));
+}
+// where(cond, a, b): the gradient goes to the operand that was picked.
+void where_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  const Tensor& cond = c.inputs[0];
+  const Tensor& g = g0(c);
+  const Tensor zero = scalar_like(0.0, g);
+  if (c.needs_grad(1)) dx[1] = where(cond, g, zero);
+  if (c.needs_grad(2)) dx[2] = where(cond, zero, g);
+}
+
+constexpr OpDerivative kTable[] = {
+    {OpId::neg, kSavesNothing, neg_backward},
+    {OpId::abs, kSavesInputs, abs_backward},
+    {OpId::exp, kSavesOutputs, exp_backward},
+    {OpId::log, kSavesInputs, log_backward},
+    {OpId::log1p, kSavesInputs, log1p_backward},
+    {OpId::expm1, kSavesOutputs, expm1_backward},
+    {OpId::sqrt, kSavesOutputs, sqrt_backward},
+    {OpId::rsqrt, kSavesOutputs, rsqrt_backward},
+    {OpId::square, kSavesInputs, square_backward},
+    {OpId::reciprocal, kSavesOutputs, reciprocal_backward},
+    {OpId::tanh, kSavesOutputs, tanh_backward},
+    {OpId::sigmoid, kSavesOutputs, sigmoid_backward},
+    {OpId::softplus, kSavesInputs, softplus_backward},
+    {OpId::relu, kSavesOutputs, relu_backward},
+    {OpId::gelu, kSavesInputs, gelu_backward},
+    {OpId::sin, kSavesInputs, sin_backward},
+    {OpId::cos, kSavesInputs, cos_backward},
+    {OpId::clip, kSavesInputs, clip_backward},
+    {OpId::add, kSavesNothing, add_backward},
+    {OpId::sub, kSavesNothing, sub_backward},
+    {OpId::mul, kSavesInputs, mul_backward},
+    {OpId::div, kSavesInputs, div_backward},
+    {OpId::pow, kSavesBoth, pow_backward},
+    {OpId::maximum, kSavesInputs, extremum_backward<true>},
+    {OpId::minimum, kSavesInputs, extremum_backward<false>},
+    {OpId::where, kSavesInputs, where_backward},
+};
+
+}  // namespace
+
+std::span<const OpDerivative> elementwise_derivatives() { return kTable; }
+
+}  // namespace ctrax::autograd_detail

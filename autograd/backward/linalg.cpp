@@ -1,0 +1,62 @@
+// Backward of matmul, softmax and log_softmax.
+//
+// matmul, C = A B with batch axes broadcast:   dA = dC B^T,   dB = A^T dC.
+// The transposes are views (mT), which the GEMM reads without copying. Broadcast batch axes
+// are summed away by the tape. A 1-D operand is handled as NumPy promotes it: (k) -> (1, k)
+// on the left, (k) -> (k, 1) on the right, with the added axis removed again afterwards.
+//
+// softmax along an axis, y = softmax(x):   dx = y * (g - sum(g * y))
+// log_softmax, y = x - logsumexp(x):       dx = g - exp(y) * sum(g)
+// (the sums along the same axis, kept as size 1 to broadcast).
+#include "../../tensor/ops.h"
+#include "../derivatives.h"
+
+namespace ctrax::autograd_detail {
+
+namespace {
+
+void matmul_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  Tensor a = c.inputs[0], b = c.inputs[1], g = c.output_grads[0];
+  const bool a_vector = a.rank() == 1, b_vector = b.rank() == 1;
+  if (a_vector) {
+    a = a.unsqueeze(0);
+    g = g.unsqueeze(-1 - (b_vector ? 0 : 1));  // restore the m = 1 axis before n (or last)
+  }
+  if (b_vector) {
+    b = b.unsqueeze(1);
+    g = g.unsqueeze(-1);  // restore the n = 1 axis
+  }
+  if (c.needs_grad(0)) {
+    Tensor da = matmul(g, b.mT());  // [..., m, k]
+    dx[0] = a_vector ? da.squeeze(-2) : da;
+  }
+  if (c.needs_grad(1)) {
+    Tensor db = matmul(a.mT(), g);  // [..., k, n]
+    dx[1] = b_vector ? db.squeeze(-1) : db;
+  }
+}
+
+void softmax_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  const int axis = c.attr<AxisAttrs>().axis;
+  const Tensor &y = c.outputs[0], &g = c.output_grads[0];
+  const Tensor gy = mul(g, y);
+  dx[0] = sub(gy, mul(y, sum(gy, {axis}, true)));
+}
+
+void log_softmax_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  const int axis = c.attr<AxisAttrs>().axis;
+  const Tensor &y = c.outputs[0], &g = c.output_grads[0];
+  dx[0] = sub(g, mul(exp(y), sum(g, {axis}, true)));
+}
+
+constexpr OpDerivative kTable[] = {
+    {OpId::matmul, kSavesInputs, matmul_backward},
+    {OpId::softmax, kSavesOutputs, softmax_backward},
+    {OpId::log_softmax, kSavesOutputs, log_softmax_backward},
+};
+
+}  // namespace
+
+std::span<const OpDerivative> linalg_derivatives() { return kTable; }
+
+}  // namespace ctrax::autograd_detail

@@ -1,0 +1,82 @@
+// derivatives.h: the backward of every differentiable op, as a table indexed by OpId.
+//
+// What it is for: the one place where the tape (tape.cpp) looks up how to differentiate a
+// recorded op and what that op must keep for it. Each family of ops has its own file in
+// autograd/backward/, mirroring tensor/ops/, and ends with a table of OpDerivative entries;
+// derivatives.cpp gathers the tables and checks that every op op_list.h marks differentiable
+// has exactly one entry.
+//
+// The contract of a backward function (BackwardFn):
+//   - It gets the node's attributes, the shapes and dtypes of all inputs, the inputs and
+//     outputs the entry asked to save (others are undefined), and one gradient per output
+//     (undefined when nothing downstream used that output; for a single-output node the tape
+//     never calls the backward then).
+//   - It writes a gradient into input_grads[i] for every i with ctx.needs_grad(i); leaving one
+//     undefined means "zero". It may leave it in the output's broadcast shape and in a wider
+//     dtype: the tape sums a gradient down to the input's shape (undoing broadcasting) and
+//     casts it to the input's dtype, once, in one place.
+//   - It runs with recording paused, using ordinary tensor ops.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "../tensor/tensor.h"
+#include "../tensor/trace.h"
+
+namespace ctrax::autograd_detail {
+
+struct TensorMeta {
+  Shape shape;
+  DType dtype = DType::float32;
+};
+
+struct BackwardContext {
+  OpId op;
+  const OpAttrs& attrs;
+  std::span<const TensorMeta> input_meta;  // every input
+  std::span<const Tensor> inputs;          // saved inputs (undefined unless saved)
+  std::span<const Tensor> outputs;         // saved outputs (undefined unless saved)
+  std::span<const Tensor> output_grads;    // one per output, undefined = zero
+  std::span<const uint8_t> input_needs_grad;
+
+  bool needs_grad(size_t i) const { return input_needs_grad[i] != 0; }
+  template <typename A>
+  const A& attr() const {
+    return std::get<A>(attrs);
+  }
+};
+
+using BackwardFn = void (*)(const BackwardContext& ctx, std::span<Tensor> input_grads);
+
+// What a node keeps alive until its backward has run.
+enum Saves : uint8_t { kSavesNothing = 0, kSavesInputs = 1, kSavesOutputs = 2, kSavesBoth = 3 };
+
+struct OpDerivative {
+  OpId op;
+  uint8_t saves;
+  BackwardFn backward;
+};
+
+// The derivative of `op`, or null for an op that is not differentiable.
+const OpDerivative* find_derivative(OpId op);
+
+// The tables of the families (autograd/backward/*.cpp).
+std::span<const OpDerivative> elementwise_derivatives();  // unary, binary, where, clip
+std::span<const OpDerivative> reduce_derivatives();       // sum ... logsumexp
+std::span<const OpDerivative> linalg_derivatives();       // matmul, softmax, log_softmax
+std::span<const OpDerivative> index_derivatives();        // take_along_axis, index_select, scatter_add, sort, topk
+std::span<const OpDerivative> join_derivatives();         // concatenate, stack, split, pad, flip, cumsum, discounted_cumsum
+std::span<const OpDerivative> view_derivatives();         // reshape, permute, slice, expand, squeeze, unsqueeze, contiguous, cast
+
+// ---- Helpers shared by the backward files -----------------------------------------------------
+// g summed over the axes along which `shape` was broadcast to g's shape (leading axes, and
+// axes where shape has 1), then reshaped to `shape`.
+Tensor sum_to_shape(const Tensor& g, const Shape& shape);
+// The reduced axes of a ReduceAttrs for an input of `rank`, normalised and as a mask.
+std::vector<bool> reduced_axes_mask(const ReduceAttrs& a, int rank);
+// A reduction's output (or output gradient) with its reduced axes restored as size 1, so it
+// broadcasts against the input.
+Tensor keep_reduced_dims(const Tensor& t, const ReduceAttrs& a, const Shape& input_shape);
+
+}  // namespace ctrax::autograd_detail
