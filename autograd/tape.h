@@ -60,8 +60,8 @@ class GradientTape final : public OpRecorder {
   // on it. target must have one element unless `seed` (d loss / d target, target's shape) is
   // given. Stops recording; a tape computes gradients once.
   std::vector<Tensor> gradient(const Tensor& target, std::span<const Tensor> sources, const Tensor& seed = Tensor());
-  std::vector<Tensor> gradient(const Tensor& target, std::initializer_list<Tensor> sources) {
-    return gradient(target, std::span<const Tensor>(sources.begin(), sources.size()));
+  std::vector<Tensor> gradient(const Tensor& target, const std::vector<Tensor>& sources, const Tensor& seed = Tensor()) {
+    return gradient(target, std::span<const Tensor>(sources), seed);
   }
 
   // Stops recording (gradient() does it too). Ops run later are not recorded.

@@ -1,0 +1,43 @@
+// The table of gradient checks: one entry per (differentiable op, shape/layout case).
+//
+// Each file gradient_cases_<family>.cpp adds its entries with CTRAX_GRADIENT_CASES; the single
+// test in test_op_gradients.cpp runs every entry through gradcheck (float64 central
+// differences against autodiff) and fails when an op that tensor/op_list.h marks
+// differentiable has no entry, so an op added without a gradient check fails the suite.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <ctrax/autograd/gradcheck.h>
+#include <ctrax/tensor/tensor.h>
+
+namespace ctrax::test {
+
+struct GradientCase {
+  std::string op;                  // the op_list.h name this case covers
+  std::string label;               // what is special about it: shapes, broadcasting, layout
+  std::function<Tensor(const std::vector<Tensor>&)> f;
+  std::vector<Tensor> inputs;      // float64 where differentiated; integer inputs are constants
+  GradcheckOptions options = {};
+};
+
+std::vector<GradientCase>& gradient_case_registry();
+
+struct GradientCaseAdder {
+  explicit GradientCaseAdder(std::vector<GradientCase> (*make)()) {
+    for (GradientCase& c : make()) gradient_case_registry().push_back(std::move(c));
+  }
+};
+
+}  // namespace ctrax::test
+
+#define CTRAX_GRADIENT_CASES_CAT2(a, b) a##b
+#define CTRAX_GRADIENT_CASES_CAT(a, b) CTRAX_GRADIENT_CASES_CAT2(a, b)
+// CTRAX_GRADIENT_CASES(family) { return {GradientCase{...}, ...}; }
+#define CTRAX_GRADIENT_CASES(family)                                                                   \
+  static std::vector<::ctrax::test::GradientCase> ctrax_gradient_cases_##family();                     \
+  static const ::ctrax::test::GradientCaseAdder CTRAX_GRADIENT_CASES_CAT(ctrax_gradient_adder_, family){ \
+      &ctrax_gradient_cases_##family};                                                                 \
+  static std::vector<::ctrax::test::GradientCase> ctrax_gradient_cases_##family()
