@@ -261,8 +261,8 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const
       const uint32_t v = n.first_output_value + j;
       Tensor& g = b.grads[v];
       any_out = any_out || g.defined();
-      b.out_grads[j] = g;
-      if (!b.is_source[v]) g = Tensor();  // consumed: a source keeps its gradient for the result
+      if (b.is_source[v]) b.out_grads[j] = g;  // a source keeps its gradient for the result
+      else b.out_grads[j] = std::move(g);     // consumed
     }
     bool any_in = false;
     b.needs.resize(n.n_inputs);
@@ -275,7 +275,7 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const
     const std::span<const Tensor> outputs(b.saved_outputs.data() + n.first_saved_output, n.n_outputs);
     const std::span<const TensorMeta> meta(b.input_meta.data() + n.first_input, n.n_inputs);
     if (any_out && any_in) {
-      b.in_grads.assign(n.n_inputs, Tensor());
+      b.in_grads.resize(n.n_inputs);  // entries are left undefined by the previous node
       if (n.kind == kCustomKind) {
         for (uint32_t j = 0; j < n.n_outputs; ++j)
           if (!b.out_grads[j].defined()) b.out_grads[j] = zeros_like(outputs[j]);
@@ -308,11 +308,13 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const
         accumulate(b.grads[b.input_values[n.first_input + i]], conform(std::move(b.in_grads[i]), meta[i]));
       }
     }
-    // This node is done: free what it kept for backward.
-    for (uint32_t i = 0; i < n.n_inputs; ++i) b.saved_inputs[n.first_input + i] = Tensor();
-    for (uint32_t j = 0; j < n.n_outputs; ++j) b.saved_outputs[n.first_saved_output + j] = Tensor();
-    b.out_grads.clear();
-    b.in_grads.clear();
+    // This node is done: free what it kept for backward and the gradients it consumed.
+    if (n.saves & autograd_detail::kSavesInputs)
+      for (uint32_t i = 0; i < n.n_inputs; ++i) b.saved_inputs[n.first_input + i] = Tensor();
+    if (n.saves & autograd_detail::kSavesOutputs)
+      for (uint32_t j = 0; j < n.n_outputs; ++j) b.saved_outputs[n.first_saved_output + j] = Tensor();
+    for (Tensor& g : b.out_grads) g = Tensor();
+    for (Tensor& g : b.in_grads) g = Tensor();
     if (n.kind == kCustomKind) b.customs[n.custom] = nullptr;
   }
 
