@@ -8,7 +8,7 @@
 //
 // The contract of a backward function (BackwardFn):
 //   - It gets the node's attributes, the shapes and dtypes of all inputs, the inputs and
-//     outputs the entry asked to save (others are undefined), and one gradient per output
+//     outputs the entry asked to save (the spans are empty otherwise), and one gradient per output
 //     (undefined when nothing downstream used that output; for a single-output node the tape
 //     never calls the backward then).
 //   - It writes a gradient into input_grads[i] for every i with ctx.needs_grad(i); leaving one
@@ -35,8 +35,8 @@ struct BackwardContext {
   OpId op;
   const OpAttrs& attrs;
   std::span<const TensorMeta> input_meta;  // every input
-  std::span<const Tensor> inputs;          // saved inputs (undefined unless saved)
-  std::span<const Tensor> outputs;         // saved outputs (undefined unless saved)
+  std::span<const Tensor> inputs;          // every input if the op saves inputs, else empty
+  std::span<const Tensor> outputs;         // every output if the op saves outputs, else empty
   std::span<const Tensor> output_grads;    // one per output, undefined = zero
   std::span<const uint8_t> input_needs_grad;
 

@@ -36,10 +36,11 @@ std::string describe(const Tensor& t) {
 struct Node {
   int kind = 0;  // an OpId, or kCustomKind
   uint8_t saves = 0;
-  uint32_t first_input = 0;  // into input_values / input_meta / saved_inputs
+  uint32_t first_input = 0;  // into input_values / input_meta
+  uint32_t first_saved_input = 0;   // into saved_inputs (n_inputs entries if the op saves them)
   uint32_t n_inputs = 0;
   uint32_t first_output_value = 0;  // outputs have consecutive value ids
-  uint32_t first_saved_output = 0;  // into saved_outputs
+  uint32_t first_saved_output = 0;  // into saved_outputs (n_outputs entries if the op saves them)
   uint32_t n_outputs = 0;
   uint32_t custom = 0;  // into customs
   OpAttrs attrs;
@@ -49,8 +50,8 @@ struct GradientTape::Buffers {
   std::vector<Node> nodes;
   std::vector<uint32_t> input_values;  // value id of each node input; 0 for a constant
   std::vector<TensorMeta> input_meta;
-  std::vector<Tensor> saved_inputs;   // parallel to input_values; undefined unless saved
-  std::vector<Tensor> saved_outputs;  // n_outputs per node; undefined unless saved
+  std::vector<Tensor> saved_inputs;   // only of nodes whose op saves its inputs
+  std::vector<Tensor> saved_outputs;  // only of nodes whose op saves its outputs
   std::vector<CustomBackward> customs;
   // Scratch of the reverse sweep.
   std::vector<Tensor> grads;  // by value id
@@ -173,11 +174,11 @@ void GradientTape::push_node(int kind, std::span<const Tensor* const> inputs, st
   n.attrs = attrs;
   n.first_input = static_cast<uint32_t>(b.input_values.size());
   n.n_inputs = static_cast<uint32_t>(inputs.size());
+  n.first_saved_input = static_cast<uint32_t>(b.saved_inputs.size());
   for (const Tensor* t : inputs) {
     b.input_values.push_back(t->trace_tape() == id_ ? t->trace_value() : 0);
     b.input_meta.push_back(TensorMeta{t->shape(), t->dtype()});
     if (saves & autograd_detail::kSavesInputs) b.saved_inputs.push_back(*t);
-    else b.saved_inputs.emplace_back();
   }
   n.first_output_value = next_value_;
   n.first_saved_output = static_cast<uint32_t>(b.saved_outputs.size());
@@ -186,20 +187,18 @@ void GradientTape::push_node(int kind, std::span<const Tensor* const> inputs, st
     const uint32_t v = next_value_++;
     if (is_floating(o.dtype())) o.set_trace(id_, v);  // integer outputs (topk's indices) stay constants
     if (saves & autograd_detail::kSavesOutputs) b.saved_outputs.push_back(o);
-    else b.saved_outputs.emplace_back();
   }
 }
 
 namespace {
 // A backward's raw gradient for an input, in the input's shape and dtype.
-Tensor conform(Tensor g, const TensorMeta& meta) {
+void conform(Tensor& g, const TensorMeta& meta) {
   if (g.shape() != meta.shape) g = autograd_detail::sum_to_shape(g, meta.shape);
   if (g.dtype() != meta.dtype) g = g.to(meta.dtype);
-  return g;
 }
 
 // acc += g (the accumulation rule: a value used k times gets the sum of k gradients).
-void accumulate(Tensor& acc, Tensor g) {
+void accumulate(Tensor& acc, Tensor&& g) {
   if (!acc.defined()) acc = std::move(g);
   else acc = add(acc, g);
 }
@@ -271,8 +270,9 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const
       b.needs[i] = v != 0 && b.relevant[v];
       any_in = any_in || b.needs[i];
     }
-    const std::span<const Tensor> inputs(b.saved_inputs.data() + n.first_input, n.n_inputs);
-    const std::span<const Tensor> outputs(b.saved_outputs.data() + n.first_saved_output, n.n_outputs);
+    const bool saved_in = n.saves & autograd_detail::kSavesInputs, saved_out = n.saves & autograd_detail::kSavesOutputs;
+    const std::span<const Tensor> inputs(b.saved_inputs.data() + n.first_saved_input, saved_in ? n.n_inputs : 0);
+    const std::span<const Tensor> outputs(b.saved_outputs.data() + n.first_saved_output, saved_out ? n.n_outputs : 0);
     const std::span<const TensorMeta> meta(b.input_meta.data() + n.first_input, n.n_inputs);
     if (any_out && any_in) {
       b.in_grads.resize(n.n_inputs);  // entries are left undefined by the previous node
@@ -305,16 +305,17 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const
       }
       for (uint32_t i = 0; i < n.n_inputs; ++i) {
         if (!b.needs[i] || !b.in_grads[i].defined()) continue;
-        accumulate(b.grads[b.input_values[n.first_input + i]], conform(std::move(b.in_grads[i]), meta[i]));
+        conform(b.in_grads[i], meta[i]);
+        accumulate(b.grads[b.input_values[n.first_input + i]], std::move(b.in_grads[i]));
       }
     }
     // This node is done: free what it kept for backward and the gradients it consumed.
-    if (n.saves & autograd_detail::kSavesInputs)
-      for (uint32_t i = 0; i < n.n_inputs; ++i) b.saved_inputs[n.first_input + i] = Tensor();
-    if (n.saves & autograd_detail::kSavesOutputs)
-      for (uint32_t j = 0; j < n.n_outputs; ++j) b.saved_outputs[n.first_saved_output + j] = Tensor();
-    for (Tensor& g : b.out_grads) g = Tensor();
-    for (Tensor& g : b.in_grads) g = Tensor();
+    if (saved_in)
+      for (uint32_t i = 0; i < n.n_inputs; ++i) b.saved_inputs[n.first_saved_input + i].reset();
+    if (saved_out)
+      for (uint32_t j = 0; j < n.n_outputs; ++j) b.saved_outputs[n.first_saved_output + j].reset();
+    for (Tensor& g : b.out_grads) g.reset();
+    for (Tensor& g : b.in_grads) g.reset();
     if (n.kind == kCustomKind) b.customs[n.custom] = nullptr;
   }
 

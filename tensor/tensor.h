@@ -118,6 +118,14 @@ class Tensor {
   // Prints like NumPy: dtype, shape and values, abbreviated when large.
   std::string to_string() const;
 
+  // Makes this handle undefined, dropping its reference to the storage (the memory is freed
+  // when no other handle views it).
+  void reset() {
+    storage_.reset();
+    trace_tape_ = 0;
+    trace_value_ = 0;
+  }
+
   // ---- Autodiff bookkeeping (tensor/trace.h) ---------------------------------------------
   // Which traced value this handle holds: the id of the recording tape and the value's index
   // on it, or zeros (untraced). Copied with the handle; every fresh tensor and every view
