@@ -55,11 +55,16 @@ struct ReduceAttrs {
   bool keepdims = false;
   int64_t correction = 0;  // var, std
 };
-// softmax, log_softmax, take_along_axis, index_select, scatter_add, concatenate, stack, split,
-// cumsum (flag = reverse), sort (flag = descending), topk.
+// softmax, log_softmax, take_along_axis, index_select, scatter_add, concatenate, stack,
+// cumsum (flag = reverse), sort (flag = descending), topk (flag = largest).
 struct AxisAttrs {
   int axis = 0;
   bool flag = false;
+};
+// split: the sizes of the parts along the axis.
+struct SplitAttrs {
+  int axis = 0;
+  std::vector<int64_t> sizes;
 };
 // clip: the bounds. discounted_cumsum: lo holds the discount.
 struct ScalarAttrs {
@@ -89,7 +94,8 @@ struct PadAttrs {
   Shape after;
 };
 
-using OpAttrs = std::variant<NoAttrs, ReduceAttrs, AxisAttrs, ScalarAttrs, GeluAttrs, AxesAttrs, SliceAttrs, PadAttrs>;
+using OpAttrs =
+    std::variant<NoAttrs, ReduceAttrs, AxisAttrs, SplitAttrs, ScalarAttrs, GeluAttrs, AxesAttrs, SliceAttrs, PadAttrs>;
 
 // Implemented by autograd's tape.
 class OpRecorder {

@@ -35,11 +35,20 @@ void stack_backward(const BackwardContext& c, std::span<Tensor> dx) {
 }
 
 void split_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  const int a = normalize_axis(c.attr<AxisAttrs>().axis, c.input_meta[0].shape.rank(), "split");
+  const SplitAttrs& at = c.attr<SplitAttrs>();
+  const Shape& x_shape = c.input_meta[0].shape;
+  const int a = normalize_axis(at.axis, x_shape.rank(), "split");
   std::vector<Tensor> parts;
   parts.reserve(c.output_grads.size());
-  for (size_t j = 0; j < c.output_grads.size(); ++j)
-    parts.push_back(c.output_grads[j].defined() ? c.output_grads[j] : zeros_like(c.outputs[j]));
+  for (size_t j = 0; j < c.output_grads.size(); ++j) {
+    if (c.output_grads[j].defined()) {
+      parts.push_back(c.output_grads[j]);
+    } else {
+      Shape part = x_shape;
+      part[a] = at.sizes[j];
+      parts.push_back(zeros(part, c.input_meta[0].dtype));
+    }
+  }
   dx[0] = concatenate(parts, a);
 }
 
@@ -71,7 +80,7 @@ void discounted_cumsum_backward(const BackwardContext& c, std::span<Tensor> dx) 
 constexpr OpDerivative kTable[] = {
     {OpId::concatenate, kSavesNothing, concatenate_backward},
     {OpId::stack, kSavesNothing, stack_backward},
-    {OpId::split, kSavesOutputs, split_backward},
+    {OpId::split, kSavesNothing, split_backward},
     {OpId::pad, kSavesNothing, pad_backward},
     {OpId::flip, kSavesNothing, flip_backward},
     {OpId::cumsum, kSavesNothing, cumsum_backward},

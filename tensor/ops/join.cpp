@@ -170,7 +170,7 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
     detail::RecordingPause pause;
     parts = split_parts(x, sizes, axis);
   }
-  record_op(OpId::split, in, parts, AxisAttrs{axis, false});
+  record_op(OpId::split, in, parts, SplitAttrs{axis, sizes});
   return parts;
 }
 
