@@ -8,6 +8,9 @@
 // first (integer and bool inputs are passed through and not checked), so the check measures
 // the formula, not float32 rounding. Cost: two evaluations of f per input element.
 //
+// f receives contiguous float64 copies of the inputs: to check a backward on non-contiguous
+// operands, make the views inside f (x.mT(), x.slice(0, 0, n, 2)), as the engine's own tests do.
+//
 // Pick inputs away from kinks (relu at 0, ties of max), where finite differences and any
 // subgradient disagree.
 #pragma once

@@ -5,7 +5,9 @@
 //   sum:       dx = g
 //   mean:      dx = g / n                      (n = elements per output)
 //   var:       dx = g * 2 (x - mean) / (n - correction)
-//   std:       dx = g * (x - mean) / ((n - correction) * y)
+//   std:       dx = g * (x - mean) / ((n - correction) * y), and 0 where y = 0 (PyTorch's
+//              choice: std of one element is constant 0, and at equal elements sqrt has no
+//              derivative; the formula would give 0/0 = NaN there)
 //   logsumexp: dx = g * exp(x - y)            (the softmax of x)
 //   max, min:  dx = g * [x == y] / count(x == y): tied extremes share the gradient evenly
 //              (JAX's rule; PyTorch's amax/amin do the same);
@@ -69,7 +71,10 @@ void std_backward(const BackwardContext& c, std::span<Tensor> dx) {
   const Tensor& x = c.inputs[0];
   const double dof = static_cast<double>(reduced_count(c) - reduce_attrs(c).correction);
   const Tensor centred = sub(x, mean(x, reduced_axes(c), true));
-  dx[0] = mul(div(grad_kept(c), mul(output_kept(c), dof)), centred);
+  const Tensor y = output_kept(c);
+  // Where y = 0 every centred element is 0 and the formula is 0/0: the gradient is 0 there.
+  const Tensor scale = where(eq(y, scalar_like(0.0, y)), scalar_like(0.0, y), div(grad_kept(c), mul(y, dof)));
+  dx[0] = mul(scale, centred);
 }
 
 void extremum_backward(const BackwardContext& c, std::span<Tensor> dx) {
