@@ -11,27 +11,14 @@
 //   pow:   d/da of a^0 is 0, and d/db of 0^b is 0 (not NaN from 0 * log 0).
 #include <cmath>
 
+#include "../../kernels/check.h"
+#include "../../kernels/elementwise/elementwise.h"
 #include "../../tensor/ops.h"
 #include "../derivatives.h"
 
 namespace ctrax::autograd_detail {
 
 namespace {
-
-// A float tensor shaped like x with f applied to each element (for derivatives the op list
-// has no op for, such as the Gaussian density in GELU's).
-template <typename F>
-Tensor map_floating(const Tensor& x, F f) {
-  const Tensor xc = x.contiguous();
-  Tensor out(xc.shape(), xc.dtype());
-  dispatch_floating(xc.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* in = xc.data<T>();
-    T* o = out.data<T>();
-    for (int64_t i = 0; i < xc.numel(); ++i) o[i] = static_cast<T>(f(static_cast<double>(in[i])));
-  });
-  return out;
-}
 
 // 1.0 where cond, else 0.0, in dtype like t's.
 Tensor mask_like(const Tensor& cond, const Tensor& like) { return cond.to(like.dtype()); }
@@ -40,55 +27,117 @@ const Tensor& g0(const BackwardContext& c) { return c.output_grads[0]; }
 const Tensor& x0(const BackwardContext& c) { return c.inputs[0]; }
 const Tensor& y0(const BackwardContext& c) { return c.outputs[0]; }
 
-// ---- unary ---------------------------------------------------------------------------------
+// ---- unary ----------------------------------------------------------------------------------
+// dx = g * f'(x or y), in one pass over memory: the derivative is evaluated inside the loop
+// instead of being built from separate ops (relu's mask alone would be a compare, a cast and a
+// multiply, each writing a temporary).
+template <typename F>
+Tensor fused(const Tensor& g, const Tensor& saved, F dydx_times_g) {
+  // g has the output's shape and dtype, which for these ops are the input's; gradients that
+  // arrive as broadcast views (from sum or mean) are materialised first.
+  const Tensor gc = g.contiguous(), sc = saved.contiguous();
+  CTRAX_CHECK(gc.shape() == sc.shape() && gc.dtype() == sc.dtype(), "autodiff: unary backward got g ", gc.dtype(),
+              gc.shape(), " for a value ", sc.dtype(), sc.shape());
+  Tensor out(gc.shape(), gc.dtype());
+  dispatch_floating(gc.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* gp = gc.data<T>();
+    const T* sp = sc.data<T>();
+    T* o = out.data<T>();
+    const int64_t n = gc.numel();
+    for (int64_t i = 0; i < n; ++i) o[i] = dydx_times_g(gp[i], sp[i]);
+  });
+  return out;
+}
+
 void neg_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = neg(g0(c)); }
-void abs_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = mul(g0(c), sign(x0(c))); }
-void exp_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = mul(g0(c), y0(c)); }
-void log_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = div(g0(c), x0(c)); }
-void log1p_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = div(g0(c), add(x0(c), 1.0)); }
-void expm1_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = mul(g0(c), add(y0(c), 1.0)); }
+void abs_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  dx[0] = fused(g0(c), x0(c), [](auto g, auto x) { return x > 0 ? g : (x < 0 ? -g : decltype(g)(0)); });
+}
+void exp_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  dx[0] = fused(g0(c), y0(c), [](auto g, auto y) { return g * y; });
+}
+void log_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  dx[0] = fused(g0(c), x0(c), [](auto g, auto x) { return g / x; });
+}
+void log1p_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  dx[0] = fused(g0(c), x0(c), [](auto g, auto x) { return g / (x + 1); });
+}
+void expm1_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  dx[0] = fused(g0(c), y0(c), [](auto g, auto y) { return g * (y + 1); });
+}
 // y = sqrt(x): dy/dx = 1 / (2 y).
-void sqrt_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = div(mul(g0(c), 0.5), y0(c)); }
+void sqrt_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  dx[0] = fused(g0(c), y0(c), [](auto g, auto y) { return g * decltype(g)(0.5) / y; });
+}
 // y = x^(-1/2): dy/dx = -x^(-3/2) / 2 = -y^3 / 2.
 void rsqrt_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  const Tensor& y = y0(c);
-  dx[0] = mul(g0(c), mul(mul(square(y), y), -0.5));
+  dx[0] = fused(g0(c), y0(c), [](auto g, auto y) { return g * decltype(g)(-0.5) * y * y * y; });
 }
-void square_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = mul(g0(c), mul(x0(c), 2.0)); }
+void square_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  dx[0] = fused(g0(c), x0(c), [](auto g, auto x) { return g * (x + x); });
+}
 // y = 1/x: dy/dx = -1/x^2 = -y^2.
-void reciprocal_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = neg(mul(g0(c), square(y0(c)))); }
+void reciprocal_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  dx[0] = fused(g0(c), y0(c), [](auto g, auto y) { return -g * y * y; });
+}
 // tanh' = 1 - y^2.
-void tanh_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = mul(g0(c), sub(1.0, square(y0(c)))); }
+void tanh_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  dx[0] = fused(g0(c), y0(c), [](auto g, auto y) { return g * (1 - y * y); });
+}
 // sigmoid' = y (1 - y).
 void sigmoid_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  const Tensor& y = y0(c);
-  dx[0] = mul(g0(c), mul(y, sub(1.0, y)));
+  dx[0] = fused(g0(c), y0(c), [](auto g, auto y) { return g * y * (1 - y); });
 }
-// softplus' = sigmoid(x).
-void softplus_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = mul(g0(c), sigmoid(x0(c))); }
+// softplus' = sigmoid(x), written so that exp never overflows.
+void softplus_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  dx[0] = fused(g0(c), x0(c), [](auto g, auto x) {
+    using T = decltype(g);
+    const T e = std::exp(-std::fabs(x));
+    return g * (x >= 0 ? T(1) / (1 + e) : e / (1 + e));
+  });
+}
+// relu passes g where the output is positive (0 at x = 0). The hottest backward of small
+// networks, so it runs on the vectorised kernel (kernels/elementwise) when both are contiguous.
 void relu_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  const Tensor& y = y0(c);
-  dx[0] = mul(g0(c), mask_like(gt(y, scalar_like(0.0, y)), y));
+  const Tensor &g = g0(c), &y = y0(c);
+  if (g.is_contiguous() && y.is_contiguous() && g.dtype() == y.dtype() && g.shape() == y.shape()) {
+    Tensor out(g.shape(), g.dtype());
+    dispatch_floating(g.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      kernels::binary_kernel(kernels::BinaryKernel::relu_backward, g.data<T>(), 1, y.data<T>(), 1, out.data<T>(),
+                             g.numel());
+    });
+    dx[0] = out;
+    return;
+  }
+  dx[0] = fused(g, y, [](auto gv, auto yv) { return yv > 0 ? gv : decltype(gv)(0); });
 }
 // Exact: d/dx [x Phi(x)] = Phi(x) + x phi(x).
 // Tanh form: with u = sqrt(2/pi) (x + 0.044715 x^3) and t = tanh(u),
 //   d/dx [x (1 + t) / 2] = (1 + t) / 2 + x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2) / 2.
 void gelu_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  const bool approximate = c.attr<GeluAttrs>().approximate;
-  const Tensor d = map_floating(x0(c), [approximate](double x) {
-    if (approximate) {
-      const double k = 0.79788456080286535588;
+  if (c.attr<GeluAttrs>().approximate) {
+    dx[0] = fused(g0(c), x0(c), [](auto g, auto xt) {
+      const double x = xt, k = 0.79788456080286535588;
       const double t = std::tanh(k * (x + 0.044715 * x * x * x));
-      return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * x * x);
-    }
+      return g * static_cast<decltype(g)>(0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * x * x));
+    });
+    return;
+  }
+  dx[0] = fused(g0(c), x0(c), [](auto g, auto xt) {
+    const double x = xt;
     const double cdf = 0.5 * (1.0 + std::erf(x * 0.70710678118654752440));
     const double pdf = 0.39894228040143267794 * std::exp(-0.5 * x * x);
-    return cdf + x * pdf;
+    return g * static_cast<decltype(g)>(cdf + x * pdf);
   });
-  dx[0] = mul(g0(c), d);
 }
-void sin_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = mul(g0(c), cos(x0(c))); }
-void cos_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = neg(mul(g0(c), sin(x0(c)))); }
+void sin_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  dx[0] = fused(g0(c), x0(c), [](auto g, auto x) { return g * std::cos(x); });
+}
+void cos_backward(const BackwardContext& c, std::span<Tensor> dx) {
+  dx[0] = fused(g0(c), x0(c), [](auto g, auto x) { return -g * std::sin(x); });
+}
 void clip_backward(const BackwardContext& c, std::span<Tensor> dx) {
   const ScalarAttrs& a = c.attr<ScalarAttrs>();
   const Tensor& x = x0(c);

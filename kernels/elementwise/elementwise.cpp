@@ -58,6 +58,7 @@ inline void binary_switch(BinaryKernel op, const T* a, int64_t as, const T* b, i
     case BinaryKernel::div: return binary_loop<BinaryKernel::div>(a, as, b, bs, out, n);
     case BinaryKernel::maximum: return binary_loop<BinaryKernel::maximum>(a, as, b, bs, out, n);
     case BinaryKernel::minimum: return binary_loop<BinaryKernel::minimum>(a, as, b, bs, out, n);
+    case BinaryKernel::relu_backward: return binary_loop<BinaryKernel::relu_backward>(a, as, b, bs, out, n);
   }
 }
 

@@ -25,6 +25,7 @@ inline T binary_value(T a, T b) {
   // a != a is the NaN test; written as a select so that it vectorises.
   if constexpr (Op == BinaryKernel::maximum) return (a > b || a != a) ? a : b;
   if constexpr (Op == BinaryKernel::minimum) return (a < b || a != a) ? a : b;
+  if constexpr (Op == BinaryKernel::relu_backward) return b > T(0) ? a : T(0);
 }
 
 // op(x) for float or double. relu(x) = x <= 0 ? +0 : x, so relu(-0) = +0 and NaN stays NaN.

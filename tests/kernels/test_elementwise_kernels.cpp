@@ -31,7 +31,8 @@ constexpr float kInff = std::numeric_limits<float>::infinity();
 
 const std::vector<ElementwiseIsa> kIsas = {ElementwiseIsa::portable, ElementwiseIsa::avx2, ElementwiseIsa::avx512};
 const std::vector<BinaryKernel> kBinary = {BinaryKernel::add, BinaryKernel::sub, BinaryKernel::mul,
-                                           BinaryKernel::div, BinaryKernel::maximum, BinaryKernel::minimum};
+                                           BinaryKernel::div, BinaryKernel::maximum, BinaryKernel::minimum,
+                                           BinaryKernel::relu_backward};
 const std::vector<UnaryKernel> kUnary = {UnaryKernel::neg, UnaryKernel::relu, UnaryKernel::square,
                                          UnaryKernel::exp, UnaryKernel::tanh, UnaryKernel::sigmoid};
 const std::vector<int64_t> kLengths = {0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 257, 1000};
