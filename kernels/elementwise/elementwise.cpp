@@ -79,12 +79,20 @@ inline void unary_switch(UnaryKernel op, const T* x, T* out, int64_t n) {
   }
 }
 
+template <typename T>
+inline void accumulate_loop(const T* x, int64_t rows, int64_t row_stride, double* acc, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r, x += row_stride)
+    for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<double>(x[j]);
+}
+
 // ---- the variants -------------------------------------------------------------------------
 
 using BinaryF32 = void (*)(BinaryKernel, const float*, int64_t, const float*, int64_t, float*, int64_t);
 using BinaryF64 = void (*)(BinaryKernel, const double*, int64_t, const double*, int64_t, double*, int64_t);
 using UnaryF32 = void (*)(UnaryKernel, const float*, float*, int64_t);
 using UnaryF64 = void (*)(UnaryKernel, const double*, double*, int64_t);
+using AccumulateF32 = void (*)(const float*, int64_t, int64_t, double*, int64_t);
+using AccumulateF64 = void (*)(const double*, int64_t, int64_t, double*, int64_t);
 
 struct Variant {
   ElementwiseIsa isa;
@@ -92,6 +100,8 @@ struct Variant {
   BinaryF64 binary_f64;
   UnaryF32 unary_f32;
   UnaryF64 unary_f64;
+  AccumulateF32 accumulate_f32;
+  AccumulateF64 accumulate_f64;
 };
 
 // Defines the four entry points of one variant in namespace NAME with the given attributes.
@@ -109,6 +119,12 @@ struct Variant {
   ATTRIBUTES void unary_f64(UnaryKernel op, const double* x, double* o, int64_t n) {                           \
     unary_switch(op, x, o, n);                                                                                  \
   }                                                                                                             \
+  ATTRIBUTES void accumulate_f32(const float* x, int64_t r, int64_t s, double* acc, int64_t n) {               \
+    accumulate_loop(x, r, s, acc, n);                                                                           \
+  }                                                                                                             \
+  ATTRIBUTES void accumulate_f64(const double* x, int64_t r, int64_t s, double* acc, int64_t n) {              \
+    accumulate_loop(x, r, s, acc, n);                                                                           \
+  }                                                                                                             \
   }
 
 CTRAX_ELEMENTWISE_VARIANT(portable, __attribute__((flatten)))
@@ -117,9 +133,12 @@ CTRAX_ELEMENTWISE_VARIANT(avx512, __attribute__((flatten, target("avx512f,avx512
 #undef CTRAX_ELEMENTWISE_VARIANT
 
 constexpr Variant kVariants[] = {
-    {ElementwiseIsa::portable, portable::binary_f32, portable::binary_f64, portable::unary_f32, portable::unary_f64},
-    {ElementwiseIsa::avx2, avx2::binary_f32, avx2::binary_f64, avx2::unary_f32, avx2::unary_f64},
-    {ElementwiseIsa::avx512, avx512::binary_f32, avx512::binary_f64, avx512::unary_f32, avx512::unary_f64},
+    {ElementwiseIsa::portable, portable::binary_f32, portable::binary_f64, portable::unary_f32, portable::unary_f64,
+     portable::accumulate_f32, portable::accumulate_f64},
+    {ElementwiseIsa::avx2, avx2::binary_f32, avx2::binary_f64, avx2::unary_f32, avx2::unary_f64, avx2::accumulate_f32,
+     avx2::accumulate_f64},
+    {ElementwiseIsa::avx512, avx512::binary_f32, avx512::binary_f64, avx512::unary_f32, avx512::unary_f64,
+     avx512::accumulate_f32, avx512::accumulate_f64},
 };
 
 const Variant& variant_of(ElementwiseIsa isa) { return kVariants[static_cast<int>(isa)]; }
@@ -157,6 +176,12 @@ void binary_kernel(BinaryKernel op, const double* a, int64_t a_step, const doubl
 void unary_kernel(UnaryKernel op, const float* x, float* out, int64_t n) { active_variant().unary_f32(op, x, out, n); }
 void unary_kernel(UnaryKernel op, const double* x, double* out, int64_t n) {
   active_variant().unary_f64(op, x, out, n);
+}
+void accumulate_rows(const float* x, int64_t rows, int64_t row_stride, double* acc, int64_t n) {
+  active_variant().accumulate_f32(x, rows, row_stride, acc, n);
+}
+void accumulate_rows(const double* x, int64_t rows, int64_t row_stride, double* acc, int64_t n) {
+  active_variant().accumulate_f64(x, rows, row_stride, acc, n);
 }
 
 bool elementwise_isa_supported(ElementwiseIsa isa) {

@@ -37,6 +37,13 @@ void binary_kernel(BinaryKernel op, const double* a, int64_t a_step, const doubl
 void unary_kernel(UnaryKernel op, const float* x, float* out, int64_t n);
 void unary_kernel(UnaryKernel op, const double* x, double* out, int64_t n);
 
+// acc[j] += x[r * row_stride + j] for r = 0, 1, ..., rows - 1 in that order and 0 <= j < n, in
+// double: a column-wise sum over rows (the "row mode" of tensor/ops/reduce_util.h, e.g.
+// summing a [batch, features] gradient over the batch for a bias). Each column's additions
+// happen in row order, so the result is the same on every ISA.
+void accumulate_rows(const float* x, int64_t rows, int64_t row_stride, double* acc, int64_t n);
+void accumulate_rows(const double* x, int64_t rows, int64_t row_stride, double* acc, int64_t n);
+
 // Instruction-set variant of the loops. By default the best the CPU supports;
 // force_elementwise_isa() pins one and throws ctrax::Error if the CPU cannot run it;
 // std::nullopt returns to the automatic choice.

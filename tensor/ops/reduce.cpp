@@ -24,6 +24,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../../kernels/elementwise/elementwise.h"
 #include "../ops.h"
 #include "../trace.h"
 #include "reduce_util.h"
@@ -51,6 +52,12 @@ struct SumInDouble {
     if (stride == 1) return a + detail::pairwise_sum(x, n);
     for (int64_t i = 0; i < n; ++i) a += static_cast<double>(x[i * stride]);
     return a;
+  }
+  // The same additions as step(), column by column in row order, on the widest ISA.
+  void add_rows(Acc* acc, const In* x, int64_t rows, int64_t row_stride, int64_t w) const
+    requires std::is_floating_point_v<T>
+  {
+    kernels::accumulate_rows(x, rows, row_stride, acc, w);
   }
   Out finish(Acc a) const { return static_cast<Out>(a / divisor); }
 };

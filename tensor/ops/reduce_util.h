@@ -30,7 +30,10 @@
 //                                    row-major order (argmax needs it)
 //   Out finish(Acc)                  the result
 // and optionally Acc run(Acc, const In* x, int64_t n, int64_t stride, int64_t first_pos), a
-// faster fold of a whole run (called with any stride, including 0 for expanded inputs).
+// faster fold of a whole run (called with any stride, including 0 for expanded inputs), and
+// void add_rows(Acc* acc, const In* x, int64_t rows, int64_t row_stride, int64_t w), row mode's
+// acc[j] = step(acc[j], row[j]) over `rows` rows `row_stride` apart, when a vectorised kernel
+// does it faster (the same additions in the same order).
 #pragma once
 
 #include <algorithm>
@@ -248,11 +251,20 @@ void run_reduction(const ReduceLayout& L, const typename P::In* x, typename P::O
       const typename P::In* base = x + offset_of(lidx, L.kept_strides, line_rank) + j0;
       const int64_t o0 = line * width + j0;
       for (int64_t j = 0; j < w; ++j) acc[j] = p.init(o0 + j);
+      if constexpr (requires { p.add_rows(acc, base, L.n_red, int64_t{0}, w); }) {
+        if (L.red_rank == 1) {  // equally spaced rows: one call for the whole tile
+          p.add_rows(acc, base, L.n_red, L.red_strides[0], w);
+          for (int64_t j = 0; j < w; ++j) out[o0 + j] = p.finish(acc[j]);
+          continue;
+        }
+      }
       int64_t ridx[kMaxRank] = {};
       int64_t roff = 0;
       for (int64_t r = 0; r < L.n_red; ++r) {
         const typename P::In* row = base + roff;
-        for (int64_t j = 0; j < w; ++j) acc[j] = p.step(acc[j], row[j], r);
+        if constexpr (requires { p.add_rows(acc, row, int64_t{1}, int64_t{0}, w); }) p.add_rows(acc, row, 1, 0, w);
+        else
+          for (int64_t j = 0; j < w; ++j) acc[j] = p.step(acc[j], row[j], r);
         if (r + 1 < L.n_red) roff += step_offset(ridx, L.red_dims, L.red_strides, L.red_rank);
       }
       for (int64_t j = 0; j < w; ++j) out[o0 + j] = p.finish(acc[j]);
