@@ -114,6 +114,30 @@ void check_variant_matches_portable(ElementwiseIsa isa) {
   }
 }
 
+// accumulate_rows: column sums in double, in row order, against a plain loop (bit for bit: the
+// same additions in the same order), with strided rows and a nonzero starting accumulator.
+template <typename T>
+void check_accumulate_rows(ElementwiseIsa isa) {
+  kernels::force_elementwise_isa(isa);
+  for (int64_t n : kLengths) {
+    for (int64_t rows : {0, 1, 3, 17}) {
+      const int64_t stride = n + 5;
+      std::vector<T> x = test_values<T>(rows * stride, 7 + n + rows, -1e3, 1e3);
+      for (T& v : x)
+        if (!std::isfinite(v)) v = T(0.5);  // infinities would make every sum inf or NaN
+      std::vector<double> ref(static_cast<size_t>(n)), got(static_cast<size_t>(n));
+      for (int64_t j = 0; j < n; ++j) ref[j] = got[j] = 0.25 * static_cast<double>(j);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < n; ++j) ref[j] += static_cast<double>(x[r * stride + j]);
+      kernels::accumulate_rows(x.data(), rows, stride, got.data(), n);
+      for (int64_t j = 0; j < n; ++j) {
+        INFO("n " << n << " rows " << rows << " j " << j);
+        REQUIRE(same(got[j], ref[j]));
+      }
+    }
+  }
+}
+
 // Largest error in ulps of f32 against ref (double) over xs, for results above the
 // denormal range; denormal results must be within `denormal_ulps` of 2^-149.
 template <typename F, typename R>
@@ -165,6 +189,8 @@ TEST_CASE("elementwise kernels: each supported ISA variant matches the portable 
     CHECK(kernels::active_elementwise_isa() == isa);
     check_variant_matches_portable<float>(isa);
     check_variant_matches_portable<double>(isa);
+    check_accumulate_rows<float>(isa);
+    check_accumulate_rows<double>(isa);
   }
 }
 
