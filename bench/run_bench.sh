@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs one already-built Google Benchmark program and writes bench/results/NAME.md.
 # Builds nothing. Usage: bench/run_bench.sh NAME [path/to/bench_NAME] [repetitions]
-#   NAME: elementwise or reduce (bench_NAME.cpp); default binary build/bench/bench_NAME,
-#   5 repetitions; the table shows medians. GEMM has its own script (run_gemm.sh), which
+#   NAME: elementwise, reduce or autograd (bench_NAME.cpp); default binary build/bench/bench_NAME,
+#   5 repetitions; the table shows medians. Rows with an "ops" counter ran that many ops per
+#   iteration and are shown per op (autograd's chains). GEMM has its own script (run_gemm.sh), which
 #   also runs OpenBLAS under several kernels.
 # If PyTorch is importable and bench/torch_NAME.py exists, its figures are added alongside.
 set -euo pipefail
@@ -35,24 +36,60 @@ for line in open("/proc/cpuinfo"):
         break
 threads = os.environ.get("CTRAX_NUM_THREADS", str(ctx.get("num_cpus", "?")))
 rows = [b for b in data["benchmarks"] if b.get("aggregate_name") == "median"]
+if not rows:  # one repetition: Google Benchmark reports no aggregates
+    rows = [dict(b, repetitions=1) for b in data["benchmarks"] if b.get("run_type") == "iteration"]
+torch = json.load(open(torch_path)) if torch_path else {}
+thread_note = ("1 (bench_autograd.cpp sets it; PyTorch: torch.set_num_threads(1))" if sys.argv[4] == "autograd"
+               else f"{threads} (overhead rows force 1 thread)")
 lines = [f"# {sys.argv[4].capitalize()} benchmarks", "",
          f"- CPU: {cpu} ({ctx.get('num_cpus')} logical CPUs visible, load avg {ctx.get('load_avg')})",
-         f"- ctrax threads: {threads} (overhead rows force 1 thread)",
-         f"- date: {ctx.get('date')}; medians of {rows[0].get('repetitions', '?') if rows else '?'} repetitions",
-         "", "| benchmark | real time | CPU time | GB/s (bytes = inputs + output) |", "|---|---|---|---|"]
+         f"- ctrax threads: {thread_note}",
+         f"- date: {ctx.get('date')}; medians of {rows[0].get('repetitions', '?') if rows else '?'} repetitions"]
 def fmt(ns):
     return f"{ns / 1e3:.2f} us" if ns >= 1e3 else f"{ns:.0f} ns"
-for b in rows:
+def per_op_ns(b, key):
     unit = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[b["time_unit"]]
-    gbs = f"{b['bytes_per_second'] / 1e9:.2f}" if "bytes_per_second" in b else ""
-    name = b["run_name"]
-    lines.append(f"| {name} | {fmt(b['real_time'] * unit)} | {fmt(b['cpu_time'] * unit)} | {gbs} |")
-if torch_path:
-    lines += ["", "## PyTorch eager, same per-op overhead (1 thread)", "", "| op | time per call |", "|---|---|"]
-    for name, ns in json.load(open(torch_path)).items():
-        lines.append(f"| {name} | {fmt(ns)} |")
-elif os.path.exists(os.path.join(os.path.dirname(out_path), "..", f"torch_{sys.argv[4]}.py")):
-    lines += ["", "(PyTorch not installed: no side-by-side table.)"]
+    return b[key] * unit / b.get("ops", 1)
+def short(b):
+    return b["run_name"].removeprefix("BM_")
+if sys.argv[4] == "autograd":
+    # One table of every row beside PyTorch, then the per-op costs the chains isolate:
+    # recording = recorded - plain, backward = record_and_backward - recorded.
+    lines += ["- chain rows: 64 ops y = op(y, w) per iteration on 64 x 64 float32, shown per op; MLP rows per call", "",
+              "| benchmark | ctrax real time | ctrax CPU time | PyTorch eager | ctrax / PyTorch |",
+              "|---|---|---|---|---|"]
+    ours = {}
+    for b in rows:
+        ours[short(b)] = per_op_ns(b, "real_time")
+        t = torch.get(short(b))
+        ratio = f"{ours[short(b)] / t:.2f}" if t else ""
+        lines.append(f"| {short(b)} | {fmt(ours[short(b)])} | {fmt(per_op_ns(b, 'cpu_time'))} | "
+                     f"{fmt(t) if t else 'n/a'} | {ratio} |")
+    lines += ["", "## Autodiff bookkeeping per op (64 x 64 float32)", "",
+              "record overhead = recorded - plain; backward = record_and_backward - recorded (the gradient "
+              "arithmetic included).", "",
+              "| op | library | plain | recorded | record + backward | record overhead | backward |",
+              "|---|---|---|---|---|---|---|"]
+    for op in ("add", "relu", "matmul"):
+        for lib, table in (("ctrax", ours), ("PyTorch", torch)):
+            p, r, rb = (table.get(f"{op}_64x64_{k}") for k in ("plain", "recorded", "record_and_backward"))
+            if None in (p, r, rb):
+                continue
+            lines.append(f"| {op} | {lib} | {fmt(p)} | {fmt(r)} | {fmt(rb)} | {fmt(r - p)} | {fmt(rb - r)} |")
+    if not torch:
+        lines += ["", "(PyTorch not installed: no side-by-side figures.)"]
+else:
+    lines += ["", "| benchmark | real time | CPU time | GB/s (bytes = inputs + output) |", "|---|---|---|---|"]
+    for b in rows:
+        gbs = f"{b['bytes_per_second'] / 1e9:.2f}" if "bytes_per_second" in b else ""
+        real, cpu_ns = fmt(per_op_ns(b, "real_time")), fmt(per_op_ns(b, "cpu_time"))
+        lines.append(f"| {b['run_name']} | {real} | {cpu_ns} | {gbs} |")
+    if torch:
+        lines += ["", "## PyTorch eager, same per-op overhead (1 thread)", "", "| op | time per call |", "|---|---|"]
+        for name, ns in torch.items():
+            lines.append(f"| {name} | {fmt(ns)} |")
+    elif os.path.exists(os.path.join(os.path.dirname(out_path), "..", f"torch_{sys.argv[4]}.py")):
+        lines += ["", "(PyTorch not installed: no side-by-side table.)"]
 open(out_path, "w").write("\n".join(lines) + "\n")
 print(f"wrote {out_path}")
 PY
