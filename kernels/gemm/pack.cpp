@@ -106,8 +106,11 @@ void pack_b(bool trans_b, const T* b, int64_t ldb, int64_t kc, int64_t nc, int n
       const T* src = b + j0;
       for (int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * nr, src + p * ldb, cols * sizeof(T));
     } else {
-      // B is stored n x k: column j of op(B) is row j of the stored matrix.
-      for (int j = 0; j < cols; ++j) {
+      // B is stored n x k: column j of op(B) is row j of the stored matrix, so the panel is a
+      // transpose, done with the same register transposes as pack_a (x @ W^T in a backward
+      // pass packs this way).
+      int j = pack_rows_transposed(b + j0 * ldb, ldb, cols, kc, nr, dst);
+      for (; j < cols; ++j) {
         const T* src = b + (j0 + j) * ldb;
         T* out = dst + j;
         for (int64_t p = 0; p < kc; ++p) out[p * nr] = src[p];
