@@ -6,7 +6,9 @@
 //       recorded:            inside a GradientTape that watches w (recording only; the tape's
 //                            setup and teardown are amortised over the chain),
 //       record_and_backward: the same plus gradient(sum(y), {w}),
-//     for add, relu and matmul. Every row reports time per op (the iteration's time / kChain,
+//     for add, relu and matmul, and add_const: y = y + c with a constant c, whose backward
+//     passes the gradient through with no arithmetic at all, so its record_and_backward - plain
+//     is the pure bookkeeping of one op (record and replay). Every row reports time per op (the iteration's time / kChain,
 //     the "ops" counter), so recorded - plain is the recording overhead of one op and
 //     record_and_backward - recorded is its backward (the gradient arithmetic included);
 //   - an MLP 4-64-64-2 (Dense+ReLU, Dense+ReLU, Dense, MSE against targets) on a batch of 64:
@@ -41,6 +43,14 @@ struct Chain {
   Tensor (*step)(const Tensor& y, const Tensor& w);
 };
 Chain add_chain() { return {ctrax::full(Shape{64, 64}, 0.5f), [](const Tensor& y, const Tensor& w) { return y + w; }}; }
+// The constant of add_const (not watched, so it needs no gradient).
+const Tensor& chain_constant() {
+  static const Tensor c = ctrax::full(Shape{64, 64}, 0.25f);
+  return c;
+}
+Chain add_const_chain() {
+  return {ctrax::full(Shape{64, 64}, 0.5f), [](const Tensor& y, const Tensor&) { return y + chain_constant(); }};
+}
 Chain relu_chain() {
   return {filled(64, 64, 0.1, 1.0), [](const Tensor& y, const Tensor&) { return ctrax::relu(y); }};
 }
@@ -84,6 +94,9 @@ void record_and_backward(benchmark::State& state, Chain c) {
 void BM_add_64x64_plain(benchmark::State& s) { plain(s, add_chain()); }
 void BM_add_64x64_recorded(benchmark::State& s) { recorded(s, add_chain()); }
 void BM_add_64x64_record_and_backward(benchmark::State& s) { record_and_backward(s, add_chain()); }
+void BM_add_const_64x64_plain(benchmark::State& s) { plain(s, add_const_chain()); }
+void BM_add_const_64x64_recorded(benchmark::State& s) { recorded(s, add_const_chain()); }
+void BM_add_const_64x64_record_and_backward(benchmark::State& s) { record_and_backward(s, add_const_chain()); }
 void BM_relu_64x64_plain(benchmark::State& s) { plain(s, relu_chain()); }
 void BM_relu_64x64_recorded(benchmark::State& s) { recorded(s, relu_chain()); }
 void BM_relu_64x64_record_and_backward(benchmark::State& s) { record_and_backward(s, relu_chain()); }
@@ -129,6 +142,9 @@ void BM_mlp_forward_backward(benchmark::State& state) {
 BENCHMARK(BM_add_64x64_plain);
 BENCHMARK(BM_add_64x64_recorded);
 BENCHMARK(BM_add_64x64_record_and_backward);
+BENCHMARK(BM_add_const_64x64_plain);
+BENCHMARK(BM_add_const_64x64_recorded);
+BENCHMARK(BM_add_const_64x64_record_and_backward);
 BENCHMARK(BM_relu_64x64_plain);
 BENCHMARK(BM_relu_64x64_recorded);
 BENCHMARK(BM_relu_64x64_record_and_backward);

@@ -5,7 +5,9 @@
 #   5 repetitions; the table shows medians. Rows with an "ops" counter ran that many ops per
 #   iteration and are shown per op (autograd's chains). GEMM has its own script (run_gemm.sh), which
 #   also runs OpenBLAS under several kernels.
-# If PyTorch is importable and bench/torch_NAME.py exists, its figures are added alongside.
+# Repetitions run in random interleaved order, so a slow phase of a shared machine spreads over
+# every row instead of landing on one. If PyTorch is importable and bench/torch_NAME.py exists,
+# its figures are added alongside.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 name="${1:?usage: bench/run_bench.sh NAME [binary] [repetitions]}"
@@ -19,6 +21,7 @@ mkdir -p "$here/results"
 json="$(mktemp)"
 trap 'rm -f "$json" "$json.torch"' EXIT
 "$binary" --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
+  --benchmark_enable_random_interleaving=true \
   --benchmark_format=json --benchmark_out="$json" --benchmark_out_format=json > /dev/null
 torch_json=""
 if [[ -f "$here/torch_$name.py" ]] && python3 -c "import torch" 2> /dev/null; then
@@ -38,6 +41,8 @@ threads = os.environ.get("CTRAX_NUM_THREADS", str(ctx.get("num_cpus", "?")))
 rows = [b for b in data["benchmarks"] if b.get("aggregate_name") == "median"]
 if not rows:  # one repetition: Google Benchmark reports no aggregates
     rows = [dict(b, repetitions=1) for b in data["benchmarks"] if b.get("run_type") == "iteration"]
+# Interleaved repetitions come out in random order: list the rows in registration order.
+rows.sort(key=lambda b: b.get("family_index", 0))
 torch = json.load(open(torch_path)) if torch_path else {}
 thread_note = ("1 (bench_autograd.cpp sets it; PyTorch: torch.set_num_threads(1))" if sys.argv[4] == "autograd"
                else f"{threads} (overhead rows force 1 thread)")
@@ -67,15 +72,18 @@ if sys.argv[4] == "autograd":
                      f"{fmt(t) if t else 'n/a'} | {ratio} |")
     lines += ["", "## Autodiff bookkeeping per op (64 x 64 float32)", "",
               "record overhead = recorded - plain; backward = record_and_backward - recorded (the gradient "
-              "arithmetic included).", "",
-              "| op | library | plain | recorded | record + backward | record overhead | backward |",
-              "|---|---|---|---|---|---|---|"]
-    for op in ("add", "relu", "matmul"):
+              "arithmetic included); total = record_and_backward - plain. add_const (y = y + c, c a constant) "
+              "has no gradient arithmetic at all, so its total is the pure bookkeeping of one op, record and "
+              "replay (ctrax's goal: under 0.3 us).", "",
+              "| op | library | plain | recorded | record + backward | record overhead | backward | total |",
+              "|---|---|---|---|---|---|---|---|"]
+    for op in ("add_const", "add", "relu", "matmul"):
         for lib, table in (("ctrax", ours), ("PyTorch", torch)):
             p, r, rb = (table.get(f"{op}_64x64_{k}") for k in ("plain", "recorded", "record_and_backward"))
             if None in (p, r, rb):
                 continue
-            lines.append(f"| {op} | {lib} | {fmt(p)} | {fmt(r)} | {fmt(rb)} | {fmt(r - p)} | {fmt(rb - r)} |")
+            lines.append(f"| {op} | {lib} | {fmt(p)} | {fmt(r)} | {fmt(rb)} | {fmt(r - p)} | {fmt(rb - r)} | "
+                         f"{fmt(rb - p)} |")
     if not torch:
         lines += ["", "(PyTorch not installed: no side-by-side figures.)"]
 else:

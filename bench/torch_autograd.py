@@ -35,8 +35,10 @@ def chain(step, w):
     return y
 
 
+CONSTANT = torch.full((64, 64), 0.25)  # add_const's operand: never requires grad
 CHAINS = {
     "add": (torch.full((64, 64), 0.5), lambda y, w: y + w),
+    "add_const": (torch.full((64, 64), 0.5), lambda y, w: y + CONSTANT),
     "relu": (torch.linspace(0.1, 1.0, 64 * 64).reshape(64, 64), lambda y, w: torch.relu(y)),
     "matmul": (torch.eye(64), lambda y, w: y @ w),
 }
