@@ -110,7 +110,15 @@ void strided_loop(const Shape& full_shape, std::array<char*, N> base, std::array
       }
     }
   };
-  if (total <= grain) {
+  if (total <= grain && rank == 2) {
+    // The common small case (a matrix with a broadcast row or column, a transposed view):
+    // rows at fixed byte steps, with no odometer to carry.
+    std::array<char*, N> ptr;
+    for (int64_t r = 0; r < dims[0]; ++r) {
+      for (size_t k = 0; k < N; ++k) ptr[k] = base[k] + r * st[k][0];  // never past the last row
+      inner(ptr, inner_strides, row);
+    }
+  } else if (total <= grain) {
     run_range(0, total);
   } else {
     ctrax::kernels::parallel_for(total, grain, run_range);

@@ -79,6 +79,10 @@ inline constexpr bool kHasFloatKernels = std::is_same_v<T, float> || std::is_sam
 // out = f(x) elementwise, out a fresh contiguous tensor of x's shape and dtype Out, x of
 // dtype In. With a kernel id (a kernels::UnaryKernel) and In == Out floating, contiguous
 // runs go to the vectorised kernel; everything else runs the plain loop over f.
+// Runs shorter than this skip the vectorised kernels (kernels/elementwise): the call and its
+// dispatch cost more than a plain loop over a few elements.
+inline constexpr int64_t kMinKernelRun = 16;
+
 template <typename In, typename Out, int Kernel = kNoKernel, typename F>
 void map_unary(const Tensor& x, const Tensor& out, F f) {
   std::array<char*, 2> base{static_cast<char*>(out.raw_data()), static_cast<char*>(x.raw_data())};
@@ -89,7 +93,11 @@ void map_unary(const Tensor& x, const Tensor& out, F f) {
     if (st[1] == static_cast<int64_t>(sizeof(In))) {
       const In* in = reinterpret_cast<const In*>(p[1]);
       if constexpr (Kernel != kNoKernel && std::is_same_v<In, Out> && kHasFloatKernels<In>) {
-        kernels::unary_kernel(static_cast<kernels::UnaryKernel>(Kernel), in, o, n);
+        if (n >= kMinKernelRun) {
+          kernels::unary_kernel(static_cast<kernels::UnaryKernel>(Kernel), in, o, n);
+        } else {
+          for (int64_t i = 0; i < n; ++i) o[i] = f(in[i]);
+        }
       } else {
         for (int64_t i = 0; i < n; ++i) o[i] = f(in[i]);
       }
@@ -115,7 +123,9 @@ void map_binary(const Tensor& out, const char* a, const Shape& a_strides, const 
     const T* x = reinterpret_cast<const T*>(p[1]);
     const T* y = reinterpret_cast<const T*>(p[2]);
     if constexpr (Kernel != kNoKernel && std::is_same_v<T, Out> && kHasFloatKernels<T>) {
-      if ((st[1] == kSize || st[1] == 0) && (st[2] == kSize || st[2] == 0)) {
+      // Short runs (a [64, 2] + [2] bias add has 64 runs of 2) stay inline: the kernel call
+      // would cost more than the work. f is the same single IEEE operation as the kernel.
+      if ((st[1] == kSize || st[1] == 0) && (st[2] == kSize || st[2] == 0) && n >= kMinKernelRun) {
         kernels::binary_kernel(static_cast<kernels::BinaryKernel>(Kernel), x, st[1] != 0, y, st[2] != 0, o, n);
         return;
       }
