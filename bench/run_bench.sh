@@ -42,7 +42,7 @@ rows = [b for b in data["benchmarks"] if b.get("aggregate_name") == "median"]
 if not rows:  # one repetition: Google Benchmark reports no aggregates
     rows = [dict(b, repetitions=1) for b in data["benchmarks"] if b.get("run_type") == "iteration"]
 # Interleaved repetitions come out in random order: list the rows in registration order.
-rows.sort(key=lambda b: b.get("family_index", 0))
+rows.sort(key=lambda b: (b.get("family_index", 0), b.get("per_family_instance_index", 0)))
 torch = json.load(open(torch_path)) if torch_path else {}
 thread_note = ("1 (bench_autograd.cpp sets it; PyTorch: torch.set_num_threads(1))" if sys.argv[4] == "autograd"
                else f"{threads} (overhead rows force 1 thread)")
