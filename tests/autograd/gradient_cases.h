@@ -13,6 +13,8 @@
 #include <ctrax/autograd/gradcheck.h>
 #include <ctrax/tensor/tensor.h>
 
+#include "test_util.h"
+
 namespace ctrax::test {
 
 struct GradientCase {
@@ -24,6 +26,22 @@ struct GradientCase {
 };
 
 std::vector<GradientCase>& gradient_case_registry();
+
+// The inputs of most cases: float64 values uniform in [lo, hi) from a fixed seed.
+inline Tensor random_f64(const Shape& shape, uint64_t seed, double lo = -2.0, double hi = 2.0) {
+  return random_tensor(shape, DType::float64, seed, lo, hi);
+}
+
+// Options for a case that rounds through float32 inside f: f is linear in the rounded value, so
+// central differences are exact but for the rounding of x +- eps to float32 (relative 6e-8),
+// which a step of 1e-2 keeps below 1e-5.
+inline GradcheckOptions through_float32() {
+  GradcheckOptions o;
+  o.eps = 1e-2;
+  o.atol = 1e-4;
+  o.rtol = 1e-4;
+  return o;
+}
 
 struct GradientCaseAdder {
   explicit GradientCaseAdder(std::vector<GradientCase> (*make)()) {

@@ -33,10 +33,6 @@ using Binary = std::function<Tensor(const Tensor&, const Tensor&)>;
 
 constexpr DType f64 = DType::float64;
 
-Tensor uniform(const Shape& s, uint64_t seed, double lo, double hi) {
-  return test::random_tensor(s, f64, seed, lo, hi);
-}
-
 // Values of t pushed at least `margin` away from each of `points` (to the nearer side).
 Tensor avoiding(const Tensor& t, std::initializer_list<double> points, double margin) {
   std::vector<double> v = t.to_vector<double>();
@@ -72,11 +68,11 @@ std::vector<GradientCase> unary_cases(const std::string& op, const std::string& 
 }
 
 std::function<Tensor(const Shape&, uint64_t)> in_range(double lo, double hi) {
-  return [lo, hi](const Shape& s, uint64_t seed) { return uniform(s, seed, lo, hi); };
+  return [lo, hi](const Shape& s, uint64_t seed) { return test::random_f64(s, seed, lo, hi); };
 }
 // In [-2, 2) and at least 0.2 away from 0.
 std::function<Tensor(const Shape&, uint64_t)> away_from_zero() {
-  return [](const Shape& s, uint64_t seed) { return avoiding(uniform(s, seed, -2.0, 2.0), {0.0}, 0.2); };
+  return [](const Shape& s, uint64_t seed) { return avoiding(test::random_f64(s, seed, -2.0, 2.0), {0.0}, 0.2); };
 }
 
 // The layouts and shapes of a binary op: equal shapes, broadcasting between different shapes
@@ -133,7 +129,7 @@ CTRAX_GRADIENT_CASES(elementwise) {
   append(all, unary_cases("cos", "", [](const Tensor& x) { return cos(x); }, in_range(-3.0, 3.0), 270));
   // Bounds -0.5 and 0.7; values at least 0.1 away from both, some inside and some outside.
   const auto clip_values = [](const Shape& s, uint64_t seed) {
-    return avoiding(uniform(s, seed, -2.0, 2.0), {-0.5, 0.7}, 0.1);
+    return avoiding(test::random_f64(s, seed, -2.0, 2.0), {-0.5, 0.7}, 0.1);
   };
   append(all, unary_cases("clip", "", [](const Tensor& x) { return clip(x, -0.5, 0.7); }, clip_values, 280));
   all.push_back({"clip", "explicit values on both sides of integer bounds",
@@ -142,7 +138,7 @@ CTRAX_GRADIENT_CASES(elementwise) {
 
   // ---- binary ----
   const auto nonzero = [](const Shape& s, uint64_t seed) {
-    return avoiding(uniform(s, seed, -2.0, 2.0), {0.0}, 0.5);
+    return avoiding(test::random_f64(s, seed, -2.0, 2.0), {0.0}, 0.5);
   };
   append(all, binary_cases("add", [](const Tensor& a, const Tensor& b) { return add(a, b); }, any, any, 300));
   append(all, binary_cases("sub", [](const Tensor& a, const Tensor& b) { return sub(a, b); }, any, any, 320));
@@ -158,15 +154,15 @@ CTRAX_GRADIENT_CASES(elementwise) {
   append(all, binary_cases("minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); }, grid0, grid1,
                            420));
   // The same tensor on both sides: its two gradients are added.
-  all.push_back({"mul", "x * x", [](const Inputs& x) { return mul(x[0], x[0]); }, {uniform(Shape{3, 4}, 440, -2, 2)}});
+  all.push_back({"mul", "x * x", [](const Inputs& x) { return mul(x[0], x[0]); }, {test::random_f64(Shape{3, 4}, 440, -2, 2)}});
   all.push_back({"div", "x / x.mT()", [](const Inputs& x) { return div(x[0], x[0].mT()); },
-                 {avoiding(uniform(Shape{4, 4}, 441, -2, 2), {0.0}, 0.5)}});
+                 {avoiding(test::random_f64(Shape{4, 4}, 441, -2, 2), {0.0}, 0.5)}});
   // An integer operand is a constant (promoted to float64 in the op, no gradient asked).
   all.push_back({"mul", "float64 [3,4] times an int32 [4] constant", [](const Inputs& x) { return mul(x[0], x[1]); },
-                 {uniform(Shape{3, 4}, 442, -2, 2), tensor({-2, 3, 1, 4}).to(DType::int32)}});
+                 {test::random_f64(Shape{3, 4}, 442, -2, 2), tensor({-2, 3, 1, 4}).to(DType::int32)}});
 
   // Scalar forms: the scalar becomes a rank-0 constant operand.
-  const Tensor s34 = uniform(Shape{3, 4}, 450, -2, 2);
+  const Tensor s34 = test::random_f64(Shape{3, 4}, 450, -2, 2);
   all.push_back({"add", "x + 2.5", [](const Inputs& x) { return add(x[0], 2.5); }, {s34}});
   all.push_back({"sub", "x - 2.5", [](const Inputs& x) { return sub(x[0], 2.5); }, {s34}});
   all.push_back({"sub", "1.0 - x", [](const Inputs& x) { return sub(1.0, x[0]); }, {s34}});
@@ -180,7 +176,7 @@ CTRAX_GRADIENT_CASES(elementwise) {
   all.push_back({"pow", "x^2 (integer exponent), rank 0", [](const Inputs& x) { return pow(x[0], 2); },
                  {scalar_tensor(-1.3, f64)}});
   all.push_back({"pow", "x^-0.5", [](const Inputs& x) { return pow(x[0], -0.5); },
-                 {uniform(Shape{2, 3}, 451, 0.3, 3)}});
+                 {test::random_f64(Shape{2, 3}, 451, 0.3, 3)}});
   all.push_back({"maximum", "maximum(x, 0.0)", [](const Inputs& x) { return maximum(x[0], 0.0); },
                  {grid(Shape{3, 4}, 452, 0.1)}});
   all.push_back({"minimum", "minimum(x, 0.0)", [](const Inputs& x) { return minimum(x[0], 0.0); },
@@ -190,14 +186,14 @@ CTRAX_GRADIENT_CASES(elementwise) {
   // cond is a bool constant; a and b get the gradient where they were picked.
   auto pick = [](const Inputs& x) { return where(x[0], x[1], x[2]); };
   all.push_back({"where", "[3,4] cond, a, b", pick,
-                 {test::random_tensor(Shape{3, 4}, DType::boolean, 460), uniform(Shape{3, 4}, 461, -2, 2),
-                  uniform(Shape{3, 4}, 462, -2, 2)}});
+                 {test::random_tensor(Shape{3, 4}, DType::boolean, 460), test::random_f64(Shape{3, 4}, 461, -2, 2),
+                  test::random_f64(Shape{3, 4}, 462, -2, 2)}});
   all.push_back({"where", "cond [3,1], a [4], b [2,3,4]", pick,
-                 {test::random_tensor(Shape{3, 1}, DType::boolean, 463), uniform(Shape{4}, 464, -2, 2),
-                  uniform(Shape{2, 3, 4}, 465, -2, 2)}});
+                 {test::random_tensor(Shape{3, 1}, DType::boolean, 463), test::random_f64(Shape{4}, 464, -2, 2),
+                  test::random_f64(Shape{2, 3, 4}, 465, -2, 2)}});
   all.push_back({"where", "cond [2,3], rank-0 a, b [3]", pick,
                  {test::random_tensor(Shape{2, 3}, DType::boolean, 466), scalar_tensor(0.7, f64),
-                  uniform(Shape{3}, 467, -2, 2)}});
+                  test::random_f64(Shape{3}, 467, -2, 2)}});
   all.push_back({"where", "cond from the values, transposed a, strided b",
                  [](const Inputs& x) {
                    const Tensor a = x[0].mT(), b = x[1].slice(1, 0, 8, 2);

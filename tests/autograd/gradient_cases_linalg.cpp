@@ -15,10 +15,6 @@ namespace {
 
 using Inputs = std::vector<Tensor>;
 
-Tensor uniform(const Shape& s, uint64_t seed, double lo = -2.0, double hi = 2.0) {
-  return test::random_tensor(s, DType::float64, seed, lo, hi);
-}
-
 Tensor mm(const Inputs& x) { return matmul(x[0], x[1]); }
 
 }  // namespace
@@ -26,29 +22,29 @@ Tensor mm(const Inputs& x) { return matmul(x[0], x[1]); }
 CTRAX_GRADIENT_CASES(linalg) {
   std::vector<GradientCase> all = {
       // ---- matmul ----
-      {"matmul", "[3,4] @ [4,2]", mm, {uniform(Shape{3, 4}, 700), uniform(Shape{4, 2}, 701)}},
-      {"matmul", "[4] @ [4,3] (vector on the left)", mm, {uniform(Shape{4}, 702), uniform(Shape{4, 3}, 703)}},
-      {"matmul", "[3,4] @ [4] (vector on the right)", mm, {uniform(Shape{3, 4}, 704), uniform(Shape{4}, 705)}},
-      {"matmul", "[5] @ [5] (dot product, rank-0 result)", mm, {uniform(Shape{5}, 706), uniform(Shape{5}, 707)}},
-      {"matmul", "[2,3,4] @ [2,4,2] (batched)", mm, {uniform(Shape{2, 3, 4}, 708), uniform(Shape{2, 4, 2}, 709)}},
+      {"matmul", "[3,4] @ [4,2]", mm, {test::random_f64(Shape{3, 4}, 700), test::random_f64(Shape{4, 2}, 701)}},
+      {"matmul", "[4] @ [4,3] (vector on the left)", mm, {test::random_f64(Shape{4}, 702), test::random_f64(Shape{4, 3}, 703)}},
+      {"matmul", "[3,4] @ [4] (vector on the right)", mm, {test::random_f64(Shape{3, 4}, 704), test::random_f64(Shape{4}, 705)}},
+      {"matmul", "[5] @ [5] (dot product, rank-0 result)", mm, {test::random_f64(Shape{5}, 706), test::random_f64(Shape{5}, 707)}},
+      {"matmul", "[2,3,4] @ [2,4,2] (batched)", mm, {test::random_f64(Shape{2, 3, 4}, 708), test::random_f64(Shape{2, 4, 2}, 709)}},
       {"matmul", "[2,1,3,4] @ [5,4,2] (broadcast batch axes on both sides)", mm,
-       {uniform(Shape{2, 1, 3, 4}, 710), uniform(Shape{5, 4, 2}, 711)}},
+       {test::random_f64(Shape{2, 1, 3, 4}, 710), test::random_f64(Shape{5, 4, 2}, 711)}},
       {"matmul", "[3,4] @ [2,4,2] (the matrix is shared by the batch)", mm,
-       {uniform(Shape{3, 4}, 712), uniform(Shape{2, 4, 2}, 713)}},
-      {"matmul", "[4] @ [2,4,3] (vector against a batch)", mm, {uniform(Shape{4}, 714), uniform(Shape{2, 4, 3}, 715)}},
-      {"matmul", "[2,3,4] @ [4] (batch against a vector)", mm, {uniform(Shape{2, 3, 4}, 716), uniform(Shape{4}, 717)}},
+       {test::random_f64(Shape{3, 4}, 712), test::random_f64(Shape{2, 4, 2}, 713)}},
+      {"matmul", "[4] @ [2,4,3] (vector against a batch)", mm, {test::random_f64(Shape{4}, 714), test::random_f64(Shape{2, 4, 3}, 715)}},
+      {"matmul", "[2,3,4] @ [4] (batch against a vector)", mm, {test::random_f64(Shape{2, 3, 4}, 716), test::random_f64(Shape{4}, 717)}},
       {"matmul", "[4,3].mT() @ [2,4].mT() (both operands transposed views)",
        [](const Inputs& x) { return matmul(x[0].mT(), x[1].mT()); },
-       {uniform(Shape{4, 3}, 718), uniform(Shape{2, 4}, 719)}},
+       {test::random_f64(Shape{4, 3}, 718), test::random_f64(Shape{2, 4}, 719)}},
       {"matmul", "[2,4,3].mT() @ [2,4,2] (batched, left transposed)",
        [](const Inputs& x) { return matmul(x[0].mT(), x[1]); },
-       {uniform(Shape{2, 4, 3}, 720), uniform(Shape{2, 4, 2}, 721)}},
+       {test::random_f64(Shape{2, 4, 3}, 720), test::random_f64(Shape{2, 4, 2}, 721)}},
       {"matmul", "columns 0, 2, 4, 6 of [3,8] @ [3,4].mT() (strided left, transposed right)",
        [](const Inputs& x) { return matmul(x[0].slice(1, 0, 8, 2), x[1].mT()); },
-       {uniform(Shape{3, 8}, 722), uniform(Shape{3, 4}, 723)}},
+       {test::random_f64(Shape{3, 8}, 722), test::random_f64(Shape{3, 4}, 723)}},
       // The same tensor on both sides: x x^T gets both gradients added.
       {"matmul", "x @ x.mT() with x [3,4]", [](const Inputs& x) { return matmul(x[0], x[0].mT()); },
-       {uniform(Shape{3, 4}, 724)}},
+       {test::random_f64(Shape{3, 4}, 724)}},
   };
 
   // ---- softmax and log_softmax ----
@@ -57,22 +53,22 @@ CTRAX_GRADIENT_CASES(linalg) {
     const uint64_t seed = is_log ? 760 : 740;
     auto fn = [is_log](const Tensor& x, int axis) { return is_log ? log_softmax(x, axis) : softmax(x, axis); };
     all.push_back({op, "axis -1 of [3,4]", [fn](const Inputs& x) { return fn(x[0], -1); },
-                   {uniform(Shape{3, 4}, seed)}});
+                   {test::random_f64(Shape{3, 4}, seed)}});
     all.push_back({op, "axis 0 of [3,4]", [fn](const Inputs& x) { return fn(x[0], 0); },
-                   {uniform(Shape{3, 4}, seed + 1)}});
+                   {test::random_f64(Shape{3, 4}, seed + 1)}});
     all.push_back({op, "axis 1 (the middle) of [2,3,4]", [fn](const Inputs& x) { return fn(x[0], 1); },
-                   {uniform(Shape{2, 3, 4}, seed + 2)}});
+                   {test::random_f64(Shape{2, 3, 4}, seed + 2)}});
     all.push_back({op, "axis -2 (the middle) of [3,4,2]", [fn](const Inputs& x) { return fn(x[0], -2); },
-                   {uniform(Shape{3, 4, 2}, seed + 3)}});
-    all.push_back({op, "a vector [6]", [fn](const Inputs& x) { return fn(x[0], 0); }, {uniform(Shape{6}, seed + 4)}});
+                   {test::random_f64(Shape{3, 4, 2}, seed + 3)}});
+    all.push_back({op, "a vector [6]", [fn](const Inputs& x) { return fn(x[0], 0); }, {test::random_f64(Shape{6}, seed + 4)}});
     all.push_back({op, "axis -1 of a transposed view of [5,3]", [fn](const Inputs& x) { return fn(x[0].mT(), -1); },
-                   {uniform(Shape{5, 3}, seed + 5)}});
+                   {test::random_f64(Shape{5, 3}, seed + 5)}});
     all.push_back({op, "axis 0 of rows 0, 2, 4 of [6,4]",
                    [fn](const Inputs& x) { return fn(x[0].slice(0, 0, 6, 2), 0); },
-                   {uniform(Shape{6, 4}, seed + 6)}});
+                   {test::random_f64(Shape{6, 4}, seed + 6)}});
     // Large logits: the backward must use the stable outputs, not exp(x).
     all.push_back({op, "logits around 300", [fn](const Inputs& x) { return fn(x[0], -1); },
-                   {uniform(Shape{2, 4}, seed + 7, 298.0, 302.0)}});
+                   {test::random_f64(Shape{2, 4}, seed + 7, 298.0, 302.0)}});
   }
   return all;
 }

@@ -26,16 +26,12 @@ using Inputs = std::vector<Tensor>;
 // A reduction called as op(x, axes, keepdims).
 using Reduce = std::function<Tensor(const Tensor&, const std::vector<int>&, bool)>;
 
-Tensor uniform(const Shape& s, uint64_t seed, double lo = -2.0, double hi = 2.0) {
-  return test::random_tensor(s, DType::float64, seed, lo, hi);
-}
-
 // The axis patterns every reduction is checked on. Random continuous values, so max/min have
 // no ties. `lo`, `hi` bound the values (prod keeps them near 1 so products stay moderate).
 std::vector<GradientCase> reduce_cases(const std::string& op, const std::string& variant, const Reduce& fn,
                                        uint64_t seed, double lo, double hi, bool rank0 = true) {
   const std::string v = variant.empty() ? "" : variant + ", ";
-  auto make = [&](const Shape& s, uint64_t k) { return uniform(s, seed + k, lo, hi); };
+  auto make = [&](const Shape& s, uint64_t k) { return test::random_f64(s, seed + k, lo, hi); };
   std::vector<GradientCase> cases = {
       {op, v + "all axes of [3,4]", [fn](const Inputs& x) { return fn(x[0], {}, false); }, {make(Shape{3, 4}, 0)}},
       {op, v + "all axes of [2,3], keepdims", [fn](const Inputs& x) { return fn(x[0], {}, true); },

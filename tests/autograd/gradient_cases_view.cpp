@@ -19,22 +19,6 @@
 using namespace ctrax;
 using namespace ctrax::test;
 
-namespace {
-
-Tensor f64(const Shape& shape, uint64_t seed) { return random_tensor(shape, DType::float64, seed); }
-
-// Rounding through float32: f is linear in the rounded value, so central differences are
-// exact but for the rounding of x +- eps (relative 6e-8), which a step of 1e-2 keeps below 1e-5.
-GradcheckOptions through_float32() {
-  GradcheckOptions o;
-  o.eps = 1e-2;
-  o.atol = 1e-4;
-  o.rtol = 1e-4;
-  return o;
-}
-
-}  // namespace
-
 CTRAX_GRADIENT_CASES(view) {
   std::vector<GradientCase> cases;
   auto push = [&](const char* op, const char* label, GradcheckFn f, std::vector<Tensor> inputs,
@@ -44,85 +28,85 @@ CTRAX_GRADIENT_CASES(view) {
 
   // ---- reshape (flatten and view are reshapes): g reshaped back. ----
   push("reshape", "contiguous, a view",
-       [](const std::vector<Tensor>& in) { return in[0].reshape({3, 2, 2}); }, {f64({2, 6}, 1)});
+       [](const std::vector<Tensor>& in) { return in[0].reshape({3, 2, 2}); }, {random_f64({2, 6}, 1)});
   push("reshape", "from a transposed view: must copy, squared",
-       [](const std::vector<Tensor>& in) { return square(in[0].mT().reshape({2, 6})); }, {f64({3, 4}, 2)});
+       [](const std::vector<Tensor>& in) { return square(in[0].mT().reshape({2, 6})); }, {random_f64({3, 4}, 2)});
   push("reshape", "with -1",
-       [](const std::vector<Tensor>& in) { return in[0].reshape({-1, 3}); }, {f64({2, 2, 3}, 3)});
+       [](const std::vector<Tensor>& in) { return in[0].reshape({-1, 3}); }, {random_f64({2, 2, 3}, 3)});
   push("reshape", "flatten of every axis",
-       [](const std::vector<Tensor>& in) { return in[0].flatten(); }, {f64({2, 3, 2}, 4)});
+       [](const std::vector<Tensor>& in) { return in[0].flatten(); }, {random_f64({2, 3, 2}, 4)});
   push("reshape", "flatten of axes 1..2 of a transposed view (a copy)",
-       [](const std::vector<Tensor>& in) { return in[0].transpose(0, 2).flatten(1, 2); }, {f64({2, 3, 4}, 5)});
+       [](const std::vector<Tensor>& in) { return in[0].transpose(0, 2).flatten(1, 2); }, {random_f64({2, 3, 4}, 5)});
   push("reshape", "view (no copy) to rank 1",
-       [](const std::vector<Tensor>& in) { return square(in[0].view({12})); }, {f64({3, 4}, 6)});
+       [](const std::vector<Tensor>& in) { return square(in[0].view({12})); }, {random_f64({3, 4}, 6)});
 
   // ---- permute (transpose and mT are permutes): g permuted back. ----
   push("permute", "a 3-cycle of rank 3",
-       [](const std::vector<Tensor>& in) { return in[0].permute({2, 0, 1}); }, {f64({2, 3, 4}, 7)});
+       [](const std::vector<Tensor>& in) { return in[0].permute({2, 0, 1}); }, {random_f64({2, 3, 4}, 7)});
   push("permute", "negative axes",
-       [](const std::vector<Tensor>& in) { return square(in[0].permute({-1, 0, -2})); }, {f64({2, 3, 4}, 8)});
+       [](const std::vector<Tensor>& in) { return square(in[0].permute({-1, 0, -2})); }, {random_f64({2, 3, 4}, 8)});
   push("permute", "transpose(0, 2)",
-       [](const std::vector<Tensor>& in) { return in[0].transpose(0, 2); }, {f64({2, 3, 4}, 9)});
+       [](const std::vector<Tensor>& in) { return in[0].transpose(0, 2); }, {random_f64({2, 3, 4}, 9)});
   push("permute", "mT of a batch, then a permute of that",
-       [](const std::vector<Tensor>& in) { return in[0].mT().permute({1, 0, 2}); }, {f64({2, 3, 4}, 10)});
+       [](const std::vector<Tensor>& in) { return in[0].mT().permute({1, 0, 2}); }, {random_f64({2, 3, 4}, 10)});
 
   // ---- slice (select is a slice that drops its axis): g written at the sliced positions. ----
   push("slice", "step 2 on axis 0",
-       [](const std::vector<Tensor>& in) { return in[0].slice(0, 0, 5, 2); }, {f64({5, 3}, 11)});
+       [](const std::vector<Tensor>& in) { return in[0].slice(0, 0, 5, 2); }, {random_f64({5, 3}, 11)});
   push("slice", "negative start, step 3, axis -1, squared",
-       [](const std::vector<Tensor>& in) { return square(in[0].slice(-1, -6, 7, 3)); }, {f64({3, 7}, 12)});
+       [](const std::vector<Tensor>& in) { return square(in[0].slice(-1, -6, 7, 3)); }, {random_f64({3, 7}, 12)});
   push("slice", "negative start and stop, step 2, of a transposed view",
-       [](const std::vector<Tensor>& in) { return in[0].mT().slice(0, -5, -1, 2); }, {f64({3, 6}, 13)});
+       [](const std::vector<Tensor>& in) { return in[0].mT().slice(0, -5, -1, 2); }, {random_f64({3, 6}, 13)});
   push("slice", "select with a negative index (drops axis 1)",
-       [](const std::vector<Tensor>& in) { return in[0].select(1, -1); }, {f64({3, 4}, 14)});
+       [](const std::vector<Tensor>& in) { return in[0].select(1, -1); }, {random_f64({3, 4}, 14)});
   push("slice", "select on axis 0 of rank 3, then a stepped slice",
-       [](const std::vector<Tensor>& in) { return in[0].select(0, 1).slice(1, 1, 4, 2); }, {f64({2, 3, 4}, 15)});
+       [](const std::vector<Tensor>& in) { return in[0].select(0, 1).slice(1, 1, 4, 2); }, {random_f64({2, 3, 4}, 15)});
   push("slice", "two selects of the same input (gradients land in different rows)",
-       [](const std::vector<Tensor>& in) { return mul(in[0].select(0, 0), in[0].select(0, 2)); }, {f64({3, 4}, 16)});
+       [](const std::vector<Tensor>& in) { return mul(in[0].select(0, 0), in[0].select(0, 2)); }, {random_f64({3, 4}, 16)});
 
   // ---- expand: g summed over the broadcast axes (by the tape). ----
   push("expand", "new leading axes",
-       [](const std::vector<Tensor>& in) { return in[0].expand({2, 4, 3}); }, {f64({3}, 17)});
+       [](const std::vector<Tensor>& in) { return in[0].expand({2, 4, 3}); }, {random_f64({3}, 17)});
   push("expand", "size-1 axes, squared",
-       [](const std::vector<Tensor>& in) { return square(in[0].expand({3, 4})); }, {f64({3, 1}, 18)});
+       [](const std::vector<Tensor>& in) { return square(in[0].expand({3, 4})); }, {random_f64({3, 1}, 18)});
   push("expand", "new leading axis and size-1 axes together",
-       [](const std::vector<Tensor>& in) { return in[0].expand({2, 3, 2, 4}); }, {f64({1, 2, 1}, 19)});
+       [](const std::vector<Tensor>& in) { return in[0].expand({2, 3, 2, 4}); }, {random_f64({1, 2, 1}, 19)});
 
   // ---- squeeze and unsqueeze: g reshaped back. ----
   push("squeeze", "every size-1 axis",
-       [](const std::vector<Tensor>& in) { return in[0].squeeze(); }, {f64({1, 3, 1, 2}, 20)});
+       [](const std::vector<Tensor>& in) { return in[0].squeeze(); }, {random_f64({1, 3, 1, 2}, 20)});
   push("squeeze", "one axis (-2), squared",
-       [](const std::vector<Tensor>& in) { return square(in[0].squeeze(-2)); }, {f64({3, 1, 2}, 21)});
+       [](const std::vector<Tensor>& in) { return square(in[0].squeeze(-2)); }, {random_f64({3, 1, 2}, 21)});
   push("squeeze", "axis 0 of a transposed view",
-       [](const std::vector<Tensor>& in) { return in[0].mT().squeeze(0); }, {f64({4, 1}, 22)});
+       [](const std::vector<Tensor>& in) { return in[0].mT().squeeze(0); }, {random_f64({4, 1}, 22)});
   push("unsqueeze", "axis 0",
-       [](const std::vector<Tensor>& in) { return in[0].unsqueeze(0); }, {f64({3, 2}, 23)});
+       [](const std::vector<Tensor>& in) { return in[0].unsqueeze(0); }, {random_f64({3, 2}, 23)});
   push("unsqueeze", "axis -1 then axis 1, squared",
-       [](const std::vector<Tensor>& in) { return square(in[0].unsqueeze(-1).unsqueeze(1)); }, {f64({3, 2}, 24)});
+       [](const std::vector<Tensor>& in) { return square(in[0].unsqueeze(-1).unsqueeze(1)); }, {random_f64({3, 2}, 24)});
   push("unsqueeze", "of a transposed view, broadcast against another input",
        [](const std::vector<Tensor>& in) { return mul(in[0].mT().unsqueeze(1), in[1]); },
-       {f64({3, 2}, 25), f64({2, 4, 3}, 26)});
+       {random_f64({3, 2}, 25), random_f64({2, 4, 3}, 26)});
 
   // ---- contiguous (and clone): g as it is. ----
   push("contiguous", "of a transposed view",
-       [](const std::vector<Tensor>& in) { return in[0].mT().contiguous(); }, {f64({3, 4}, 27)});
+       [](const std::vector<Tensor>& in) { return in[0].mT().contiguous(); }, {random_f64({3, 4}, 27)});
   push("contiguous", "of a stepped slice, squared",
-       [](const std::vector<Tensor>& in) { return square(in[0].slice(0, 0, 5, 2).contiguous()); }, {f64({5, 3}, 28)});
+       [](const std::vector<Tensor>& in) { return square(in[0].slice(0, 0, 5, 2).contiguous()); }, {random_f64({5, 3}, 28)});
   push("contiguous", "clone (always a copy)",
-       [](const std::vector<Tensor>& in) { return in[0].clone(); }, {f64({2, 3}, 29)});
+       [](const std::vector<Tensor>& in) { return in[0].clone(); }, {random_f64({2, 3}, 29)});
 
   // ---- cast: g, which the tape casts back to the input's dtype. ----
   push("cast", "float64 -> float32 -> float64, the float32 value scaled",
-       [w = f64({2, 3}, 30).to(DType::float32)](const std::vector<Tensor>& in) {
+       [w = random_f64({2, 3}, 30).to(DType::float32)](const std::vector<Tensor>& in) {
          return mul(in[0].to(DType::float32), w).to(DType::float64);
        },
-       {f64({2, 3}, 31)}, through_float32());
+       {random_f64({2, 3}, 31)}, through_float32());
   push("cast", "to float64 of a float32 value of a transposed view, added to the float64 input",
        [](const std::vector<Tensor>& in) { return add(in[0].mT().to(DType::float32).to(DType::float64), in[1]); },
-       {f64({3, 2}, 32), f64({2, 3}, 33)}, through_float32());
+       {random_f64({3, 2}, 32), random_f64({2, 3}, 33)}, through_float32());
   push("cast", "float32 and float64 values in one product (the float32 one cast back)",
        [](const std::vector<Tensor>& in) { return mul(in[0].to(DType::float32).to(DType::float64), in[0]); },
-       {f64({4}, 34)}, through_float32());
+       {random_f64({4}, 34)}, through_float32());
   return cases;
 }
 
