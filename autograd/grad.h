@@ -133,6 +133,17 @@ void strip(T& value) {
   }
 }
 
+template <size_t I, size_t... Argnums>
+inline constexpr bool is_chosen_v = ((I == Argnums) || ...);
+
+// f's arguments for the traced call: the differentiated ones as owned copies (their leaves are
+// replaced by watched handles), the others by reference (never copied).
+template <size_t... Argnums, typename... Args, size_t... Is>
+auto call_arguments(std::index_sequence<Is...>, const Args&... args) {
+  using Tuple = std::tuple<std::conditional_t<is_chosen_v<Is, Argnums...>, std::decay_t<Args>, const Args&>...>;
+  return Tuple(args...);
+}
+
 template <size_t... Argnums, typename F, typename... Args>
 auto value_and_grad_call(const F& f, const Args&... args) {
   static_assert(sizeof...(Argnums) >= 1, "value_and_grad: name at least one argument");
@@ -142,7 +153,7 @@ auto value_and_grad_call(const F& f, const Args&... args) {
                 "value_and_grad: differentiated arguments must be Tensor, Tree, std::vector<Tensor> or "
                 "std::map<std::string, Tensor>");
   GradientTape tape;
-  ArgTuple watched(args...);
+  auto watched = call_arguments<Argnums...>(std::index_sequence_for<Args...>{}, args...);
   // Watch every leaf of the differentiated arguments, in argument order.
   std::vector<Tensor> sources;
   (

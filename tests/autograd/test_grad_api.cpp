@@ -314,3 +314,25 @@ TEST_CASE("custom_gradient: a fused softmax cross-entropy matches autodiff of th
   auto scaled_ref = [&composite](const Tensor& z) { return mul(composite(mul(z, 2.0)), 3.0); };
   check_close(grad(scaled)(logits), grad(scaled_ref)(logits), {1e-14, 1e-12});
 }
+
+namespace {
+// Counts its copies: value_and_grad must pass constant arguments by reference.
+struct CopyCounter {
+  int* copies;
+  explicit CopyCounter(int* c) : copies(c) {}
+  CopyCounter(const CopyCounter& other) : copies(other.copies) { ++*copies; }
+  CopyCounter& operator=(const CopyCounter&) = delete;
+};
+}  // namespace
+
+TEST_CASE("value_and_grad: constant arguments are passed by reference, never copied") {
+  int copies = 0;
+  const CopyCounter counter(&copies);
+  auto f = [](const Tensor& x, const CopyCounter& c) {
+    CHECK(c.copies != nullptr);
+    return sum(x);
+  };
+  auto r = value_and_grad(f)(tensor({1.0, 2.0}), counter);
+  CHECK(copies == 0);
+  check_close(r.grad, Shape{2}, {1.0, 1.0}, kExact);
+}
