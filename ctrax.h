@@ -1,6 +1,6 @@
 // ctrax.h: the umbrella header. Including it gives the whole public API built so far:
-// tensors and their ops, weight trees, random numbers, autodiff, and the kernel backends'
-// controls.
+// tensors and their ops, weight trees, random numbers, autodiff, layers, and the kernel
+// backends' controls.
 //
 // What it is not for: inside the library itself, which includes the specific headers it
 // needs (so that the dependency direction kernels <- tensor <- autograd <- ... stays visible).
@@ -13,6 +13,10 @@
 #include "kernels/check.h"
 #include "kernels/gemm.h"
 #include "kernels/parallel.h"
+#include "layers/combinators.h"
+#include "layers/core.h"
+#include "layers/initializers.h"
+#include "layers/layer.h"
 #include "tensor/device.h"
 #include "tensor/dtype.h"
 #include "tensor/ops.h"

@@ -1,0 +1,214 @@
+// Combinators (see combinators.h).
+#include "combinators.h"
+
+#include <algorithm>
+
+#include "../kernels/check.h"
+#include "../tensor/ops.h"
+
+namespace ctrax {
+
+namespace {
+
+// How a sublayer appears in error paths: its name and its index in the parent, e.g. Dense_64[1].
+std::string item_label(const Layer& sub, size_t i) { return sub.name() + "[" + std::to_string(i) + "]"; }
+
+// Serial: the stack machine.
+class SerialLayer final : public Layer {
+ public:
+  SerialLayer(std::vector<LayerPtr> layers, std::string name)
+      : Layer(std::move(name), 1, 1, std::move(layers)) {
+    // n_in = max over k of (items consumed net before k) + n_in_k; n_out = n_in - net consumed.
+    int net = 0, need = 0;
+    for (const LayerPtr& l : sublayers()) {
+      need = std::max(need, net + l->n_in());
+      net += l->n_in() - l->n_out();
+    }
+    if (sublayers().empty()) set_arity(1, 1);  // the identity
+    else set_arity(need, need - net);
+  }
+
+ protected:
+  std::pair<Tree, Tree> init_weights_and_state(const Signature& input, Key rng, LayerPass& pass) override {
+    Tree::List weights, state;
+    const std::vector<Key> keys = sublayers().empty() ? std::vector<Key>{} : split(rng, static_cast<int>(sublayers().size()));
+    Signature stack = input;
+    for (size_t k = 0; k < sublayers().size(); ++k) {
+      Layer& l = *sublayers()[k];
+      const Signature in(stack.begin(), stack.begin() + l.n_in());
+      auto [w, s] = Layer::init_in_pass(l, in, keys[k], pass, item_label(l, k));
+      // The outputs' signature: a forward pass on zeros of the inputs' signature.
+      Stack zeros_in;
+      for (const ShapeDtype& sd : in) zeros_in.push_back(zeros(sd.shape, sd.dtype));
+      LayerPass probe;
+      probe.path = pass.path;
+      probe.shared_weights = pass.shared_weights;
+      const LayerResult r = Layer::apply_in_pass(l, zeros_in, w, s, keys[k], Mode::eval, probe, item_label(l, k));
+      Signature out = signature_of(r.outputs);
+      out.insert(out.end(), stack.begin() + l.n_in(), stack.end());
+      stack = std::move(out);
+      weights.push_back(std::move(w));
+      state.push_back(std::move(s));
+    }
+    return {Tree(std::move(weights)), Tree(std::move(state))};
+  }
+
+  LayerResult forward(const Stack& inputs, const Tree& weights, const Tree& state, Key rng, Mode mode,
+                      LayerPass& pass) const override {
+    if (sublayers().empty()) return {inputs, Tree()};
+    const std::vector<Key> keys = split(rng, static_cast<int>(sublayers().size()));
+    Stack stack = inputs;
+    Tree::List new_state;
+    for (size_t k = 0; k < sublayers().size(); ++k) {
+      const Layer& l = *sublayers()[k];
+      const Stack in(stack.begin(), stack.begin() + l.n_in());
+      LayerResult r = Layer::apply_in_pass(l, in, weights[k], state[k], keys[k], mode, pass,
+                                           item_label(l, k));
+      r.outputs.insert(r.outputs.end(), stack.begin() + l.n_in(), stack.end());
+      stack = std::move(r.outputs);
+      new_state.push_back(std::move(r.state));
+    }
+    return {std::move(stack), Tree(std::move(new_state))};
+  }
+};
+
+
+// Parallel: consecutive input spans to successive sublayers (null = identity on one item).
+class ParallelLayer final : public Layer {
+ public:
+  ParallelLayer(std::vector<LayerPtr> layers, std::string name) : Layer(std::move(name), 0, 0, fill(std::move(layers))) {
+    int n_in = 0, n_out = 0;
+    for (const LayerPtr& l : sublayers()) {
+      n_in += l->n_in();
+      n_out += l->n_out();
+    }
+    set_arity(n_in, n_out);
+  }
+
+ protected:
+  std::pair<Tree, Tree> init_weights_and_state(const Signature& input, Key rng, LayerPass& pass) override {
+    Tree::List weights, state;
+    const std::vector<Key> keys = split(rng, static_cast<int>(std::max<size_t>(1, sublayers().size())));
+    size_t at = 0;
+    for (size_t k = 0; k < sublayers().size(); ++k) {
+      Layer& l = *sublayers()[k];
+      const Signature in(input.begin() + at, input.begin() + at + l.n_in());
+      at += l.n_in();
+      auto [w, s] = Layer::init_in_pass(l, in, keys[k], pass, item_label(l, k));
+      weights.push_back(std::move(w));
+      state.push_back(std::move(s));
+    }
+    return {Tree(std::move(weights)), Tree(std::move(state))};
+  }
+
+  LayerResult forward(const Stack& inputs, const Tree& weights, const Tree& state, Key rng, Mode mode,
+                      LayerPass& pass) const override {
+    const std::vector<Key> keys = split(rng, static_cast<int>(std::max<size_t>(1, sublayers().size())));
+    Stack out;
+    Tree::List new_state;
+    size_t at = 0;
+    for (size_t k = 0; k < sublayers().size(); ++k) {
+      const Layer& l = *sublayers()[k];
+      const Stack in(inputs.begin() + at, inputs.begin() + at + l.n_in());
+      at += l.n_in();
+      LayerResult r = Layer::apply_in_pass(l, in, weights[k], state[k], keys[k], mode, pass,
+                                           item_label(l, k));
+      out.insert(out.end(), r.outputs.begin(), r.outputs.end());
+      new_state.push_back(std::move(r.state));
+    }
+    return {std::move(out), Tree(std::move(new_state))};
+  }
+
+ private:
+  static std::vector<LayerPtr> fill(std::vector<LayerPtr> layers) {
+    for (LayerPtr& l : layers)
+      if (!l) l = Serial({}, "Identity");
+    return layers;
+  }
+};
+
+// A layer without weights given by a function of its popped items.
+class FnLayer final : public Layer {
+ public:
+  FnLayer(std::string name, StackFn f, int n_in, int n_out) : Layer(std::move(name), n_in, n_out), f_(std::move(f)) {
+    CTRAX_REQUIRE(f_ != nullptr, "Fn ", this->name(), ": the function is empty");
+  }
+
+ protected:
+  LayerResult forward(const Stack& inputs, const Tree&, const Tree& state, Key, Mode, LayerPass&) const override {
+    Stack out = f_(inputs);
+    if (static_cast<int>(out.size()) != n_out())
+      fail("the function returned " + std::to_string(out.size()) + " items, expected " + std::to_string(n_out()));
+    return {std::move(out), state};
+  }
+
+ private:
+  StackFn f_;
+};
+
+}  // namespace
+
+LayerPtr Serial(std::vector<LayerPtr> layers, std::string name) {
+  return std::make_shared<SerialLayer>(std::move(layers), std::move(name));
+}
+
+}  // namespace ctrax
+
+namespace ctrax {
+
+LayerPtr Parallel(std::vector<LayerPtr> layers, std::string name) {
+  return std::make_shared<ParallelLayer>(std::move(layers), std::move(name));
+}
+
+LayerPtr Fn(std::string name, StackFn f, int n_in, int n_out) {
+  return std::make_shared<FnLayer>(std::move(name), std::move(f), n_in, n_out);
+}
+
+LayerPtr Fn(std::string name, std::function<Tensor(const Tensor&)> f) {
+  CTRAX_REQUIRE(f != nullptr, "Fn ", name, ": the function is empty");
+  return Fn(std::move(name), [f = std::move(f)](const Stack& in) { return Stack{f(in[0])}; }, 1, 1);
+}
+
+LayerPtr Select(std::vector<int> indices, int n_in) {
+  int max_index = -1;
+  for (int i : indices) {
+    CTRAX_REQUIRE(i >= 0, "Select: indices must be >= 0, got ", i);
+    max_index = std::max(max_index, i);
+  }
+  if (n_in < 0) n_in = max_index + 1;
+  CTRAX_REQUIRE(max_index < n_in, "Select: index ", max_index, " is out of range for n_in = ", n_in);
+  std::string name = "Select[";
+  for (size_t k = 0; k < indices.size(); ++k) name += (k ? "," : "") + std::to_string(indices[k]);
+  name += "]";
+  const int n_out = static_cast<int>(indices.size());
+  return Fn(std::move(name), [indices = std::move(indices)](const Stack& in) {
+    Stack out;
+    out.reserve(indices.size());
+    for (int i : indices) out.push_back(in[static_cast<size_t>(i)]);
+    return out;
+  }, n_in, n_out);
+}
+
+LayerPtr Dup() { return Fn("Dup", [](const Stack& in) { return Stack{in[0], in[0]}; }, 1, 2); }
+LayerPtr Drop() { return Fn("Drop", [](const Stack&) { return Stack{}; }, 1, 0); }
+LayerPtr Swap() { return Fn("Swap", [](const Stack& in) { return Stack{in[1], in[0]}; }, 2, 2); }
+LayerPtr Add() { return Fn("Add", [](const Stack& in) { return Stack{add(in[0], in[1])}; }, 2, 1); }
+LayerPtr SubtractTop() { return Fn("SubtractTop", [](const Stack& in) { return Stack{sub(in[1], in[0])}; }, 2, 1); }
+LayerPtr Multiply() { return Fn("Multiply", [](const Stack& in) { return Stack{mul(in[0], in[1])}; }, 2, 1); }
+
+LayerPtr Branch(std::vector<LayerPtr> layers, std::string name) {
+  for (LayerPtr& l : layers)
+    if (!l) l = Serial({}, "Identity");
+  if (layers.size() == 1) return layers[0];  // Trax: Branch(x) is x
+  std::vector<int> indices;
+  for (const LayerPtr& l : layers)
+    for (int i = 0; i < l->n_in(); ++i) indices.push_back(i);
+  return Serial({Select(indices), Parallel(std::move(layers))}, std::move(name));
+}
+
+LayerPtr Residual(std::vector<LayerPtr> layers, LayerPtr shortcut) {
+  LayerPtr body = Serial(std::move(layers));
+  return Serial({Branch({std::move(shortcut), std::move(body)}), Add()}, "Residual");
+}
+
+}  // namespace ctrax

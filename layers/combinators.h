@@ -1,0 +1,45 @@
+// Combinators: layers made of layers, with Trax's stack semantics (layers/combinators.py).
+//
+//   Serial(a, b, ...)     each sublayer pops its n_in items from the top of the stack and pushes
+//                         its n_out outputs; n_in = max_k(sum_{j<k}(n_in_j - n_out_j) + n_in_k),
+//                         n_out = n_in - sum_j(n_in_j - n_out_j). Empty: the identity on 1 item.
+//   Parallel(a, b, ...)   consecutive input spans to successive sublayers, outputs concatenated;
+//                         n_in = sum n_in, n_out = sum n_out. A null sublayer is the identity.
+//   Branch(a, b, ...)     every branch sees copies of the top of the stack:
+//                         Serial(Select(0..a.n_in-1, 0..b.n_in-1, ...), Parallel(a, b, ...)).
+//   Select(indices, n_in) pops n_in items (default max index + 1), pushes items[i] for each i.
+//   Dup, Drop, Swap       x -> (x, x);  x -> ();  (a, b) -> (b, a).
+//   Residual(layers..., shortcut)  Serial(Branch(shortcut or identity, Serial(layers)), Add()).
+//   Add, SubtractTop, Multiply     x0 + x1;  x1 - x0 (Trax's order);  x0 * x1.
+//   Fn(name, f, n_in, n_out)       a user function over the popped items.
+//
+// Weights and state of a combinator are lists with one entry per sublayer (Trax's tuples); the
+// rng is split once per sublayer.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "layer.h"
+
+namespace ctrax {
+
+LayerPtr Serial(std::vector<LayerPtr> layers, std::string name = "Serial");
+LayerPtr Parallel(std::vector<LayerPtr> layers, std::string name = "Parallel");
+LayerPtr Branch(std::vector<LayerPtr> layers, std::string name = "Branch");
+LayerPtr Select(std::vector<int> indices, int n_in = -1);
+LayerPtr Dup();
+LayerPtr Drop();
+LayerPtr Swap();
+LayerPtr Residual(std::vector<LayerPtr> layers, LayerPtr shortcut = nullptr);
+LayerPtr Add();
+LayerPtr SubtractTop();
+LayerPtr Multiply();
+// f maps the popped items (top first) to exactly n_out items.
+using StackFn = std::function<Stack(const Stack&)>;
+LayerPtr Fn(std::string name, StackFn f, int n_in = 1, int n_out = 1);
+// One tensor in, one tensor out.
+LayerPtr Fn(std::string name, std::function<Tensor(const Tensor&)> f);
+
+}  // namespace ctrax

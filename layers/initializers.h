@@ -1,0 +1,33 @@
+// Weight initializers: functions (rng, shape, dtype) -> tensor, as Trax's layers/initializers.py.
+//
+// Fans of a shape [..., fan_in, fan_out] (a Dense kernel is [in, out]; leading axes, as in
+// convolution kernels, multiply both as the receptive field):
+//   glorot (Xavier):  variance 2 / (fan_in + fan_out)   uniform limit sqrt(6 / (fan_in + fan_out))
+//   he (Kaiming):     variance 2 / fan_in               uniform limit sqrt(6 / fan_in)
+//   lecun:            variance 1 / fan_in               uniform limit sqrt(3 / fan_in)
+// The normal variants draw N(0, variance) (untruncated).
+#pragma once
+
+#include <functional>
+
+#include "../tensor/random.h"
+#include "../tensor/tensor.h"
+
+namespace ctrax {
+
+using Initializer = std::function<Tensor(Key rng, const Shape& shape, DType dtype)>;
+
+Initializer glorot_uniform();
+Initializer glorot_normal();
+Initializer he_uniform();
+Initializer he_normal();
+Initializer lecun_uniform();
+Initializer lecun_normal();
+Initializer constant_init(double value);
+Initializer uniform_init(double lo, double hi);
+Initializer normal_init(double stddev);
+
+// (fan_in, fan_out) of a shape as above; rank-1 shapes have fan_in = fan_out = size.
+std::pair<double, double> fans(const Shape& shape);
+
+}  // namespace ctrax

@@ -1,0 +1,139 @@
+// Layer: the unit models are built from, with Trax's stack semantics.
+//
+// What it is for: a model is a tree of layers; each takes n_in items from the top of a data
+// stack and puts back n_out. The forward is a pure function
+//     apply(inputs, weights, state, rng, mode) -> (outputs, new state)
+// over explicit weight and state trees (tensor/tree.h), so value_and_grad (autograd/grad.h)
+// differentiates it with respect to the weights. init(input_signature, rng) makes the weights
+// and state with shapes inferred from the inputs; output_signature infers without training.
+//
+// Stack semantics (Trax, layers/base.py): one item is a bare tensor and several are a tuple; in
+// C++ the items are always a Stack (std::vector<Tensor>), top of the stack first, and the
+// Tensor overloads of operator() cover the one-in, one-out case.
+//
+// Weight sharing: the same instance (a LayerPtr) placed twice in a model owns one set of
+// weights. init gives the first occurrence its weights and later occurrences an empty tree;
+// apply uses the first occurrence's weights for every occurrence, so their gradients add up.
+//
+// Errors: a layer that rejects its inputs throws ctrax::Error naming the path to it from the
+// model's root, e.g. "Serial > Branch[1] > Dense_64: input has last dimension 3, expected 4",
+// and the signature it got.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "../tensor/random.h"
+#include "../tensor/tensor.h"
+#include "../tensor/tree.h"
+
+namespace ctrax {
+
+// train: dropout and batch-norm updates on; eval: frozen; predict: step-by-step inference
+// (caches, Scan carries); collect: RL data collection (observation normalisation updates).
+enum class Mode : uint8_t { train, eval, predict, collect };
+const char* mode_name(Mode mode);
+
+struct ShapeDtype {
+  Shape shape;
+  DType dtype = DType::float32;
+  static ShapeDtype of(const Tensor& t) { return {t.shape(), t.dtype()}; }
+  bool operator==(const ShapeDtype& o) const { return shape == o.shape && dtype == o.dtype; }
+};
+using Signature = std::vector<ShapeDtype>;
+std::string to_string(const Signature& signature);
+Signature signature_of(const std::vector<Tensor>& items);
+
+// The items a layer takes or gives, top of the stack first.
+using Stack = std::vector<Tensor>;
+
+class Layer;
+using LayerPtr = std::shared_ptr<Layer>;
+
+struct LayerResult {
+  Stack outputs;
+  Tree state;
+};
+
+// Bookkeeping of one init or apply pass over a model: the path to the current layer (for
+// error messages) and the weights of shared instances.
+struct LayerPass {
+  std::vector<std::string> path;
+  std::unordered_map<const Layer*, Tree> shared_weights;
+  bool error_annotated = false;
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  const std::string& name() const { return name_; }
+  int n_in() const { return n_in_; }
+  int n_out() const { return n_out_; }
+  const std::vector<LayerPtr>& sublayers() const { return sublayers_; }
+
+  // ---- The functional interface -------------------------------------------------------------
+  // Weights and state for inputs of `input`'s signature; the rng is split once per sublayer.
+  // Also stored as this layer's own weights and state (for the convenience calls below).
+  std::pair<Tree, Tree> init(const Signature& input, Key rng = Key());
+  // The signature of the outputs for inputs of `input`'s signature (runs init and a forward
+  // pass on zeros, recording nothing; the layer's own weights are left as they were).
+  Signature output_signature(const Signature& input);
+  // The pure forward.
+  LayerResult apply(const Stack& inputs, const Tree& weights, const Tree& state, Key rng = Key(),
+                    Mode mode = Mode::eval) const;
+
+  // ---- The convenience interface: the layer's own weights and state --------------------------
+  const Tree& weights() const { return weights_; }
+  const Tree& state() const { return state_; }
+  void set_weights(Tree weights) { weights_ = std::move(weights); }
+  void set_state(Tree state) { state_ = std::move(state); }
+  bool initialized() const { return initialized_; }
+  // apply with the layer's own weights and state; keeps the new state.
+  Stack operator()(const Stack& inputs, Key rng = Key(), Mode mode = Mode::eval);
+  Tensor operator()(const Tensor& x, Key rng = Key(), Mode mode = Mode::eval);
+
+  // Number of weight elements in a weights tree (shared weights counted once).
+  static int64_t count_parameters(const Tree& weights);
+
+  // ---- For combinators and layer authors -----------------------------------------------------
+  // init/apply of a sublayer inside a pass: tracks the path and shared instances.
+  static std::pair<Tree, Tree> init_in_pass(Layer& layer, const Signature& input, Key rng, LayerPass& pass,
+                                            const std::string& label);
+  static LayerResult apply_in_pass(const Layer& layer, const Stack& inputs, const Tree& weights, const Tree& state,
+                                   Key rng, Mode mode, LayerPass& pass, const std::string& label);
+
+ protected:
+  Layer(std::string name, int n_in, int n_out, std::vector<LayerPtr> sublayers = {});
+
+  // Makes the weights and state for inputs of this signature (default: none).
+  virtual std::pair<Tree, Tree> init_weights_and_state(const Signature& input, Key rng, LayerPass& pass);
+  // The forward: `inputs` has exactly n_in items.
+  virtual LayerResult forward(const Stack& inputs, const Tree& weights, const Tree& state, Key rng, Mode mode,
+                              LayerPass& pass) const = 0;
+
+  // Throws ctrax::Error "<what>" for this layer (the pass adds the path and the signature).
+  [[noreturn]] void fail(const std::string& what) const;
+
+  void set_arity(int n_in, int n_out) {
+    n_in_ = n_in;
+    n_out_ = n_out;
+  }
+
+ private:
+  std::string name_;
+  int n_in_;
+  int n_out_;
+  std::vector<LayerPtr> sublayers_;
+  Tree weights_;
+  Tree state_;
+  bool initialized_ = false;
+};
+
+}  // namespace ctrax

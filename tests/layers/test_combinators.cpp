@@ -1,0 +1,132 @@
+// Combinators: Trax's stack semantics, weight sharing, error paths.
+#include <doctest/doctest.h>
+
+#include <ctrax/autograd/grad.h>
+#include <ctrax/layers/combinators.h>
+#include <ctrax/layers/core.h>
+#include <ctrax/tensor/ops.h>
+
+#include "../test_util.h"
+
+using namespace ctrax;
+using test::check_close;
+using test::check_error;
+
+namespace {
+const test::Tolerance kExact{1e-12, 1e-12};
+Tensor vec(std::initializer_list<double> v) { return tensor(v); }
+}  // namespace
+
+TEST_CASE("layers: n_in and n_out of nested combinators follow Trax's rule") {
+  struct Expect {
+    LayerPtr layer;
+    int n_in, n_out;
+  };
+  const std::vector<Expect> cases = {
+      {Serial({}), 1, 1},
+      {Serial({Dup(), Add()}), 1, 1},
+      {Serial({Add(), Add()}), 3, 1},      // needs 2, then 1 + 2 = 3 deep; 3 - 2 consumed
+      {Serial({Dup(), Dup()}), 1, 3},
+      {Serial({Drop(), Drop()}), 2, 0},
+      {Serial({Swap(), Drop()}), 2, 1},
+      {Serial({Dup(), Swap(), Add(), Drop()}), 1, 0},
+      {Parallel({Dup(), Drop()}), 2, 2},
+      {Parallel({Add(), nullptr, Dup()}), 4, 4},
+      {Branch({Relu(), Tanh()}), 1, 2},
+      {Branch({Add(), Relu()}), 2, 2},     // Select(0, 1, 0) then Parallel(Add, Relu)
+      {Residual({Dense(3)}), 1, 1},
+      {Select({2, 0}), 3, 2},
+      {Select({1, 1, 1}, 4), 4, 3},
+      {Serial({Select({0, 0}), Serial({Add(), Dup()}), Multiply()}), 1, 1},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    INFO("case " << i << ": " << cases[i].layer->name());
+    CHECK(cases[i].layer->n_in() == cases[i].n_in);
+    CHECK(cases[i].layer->n_out() == cases[i].n_out);
+  }
+}
+
+TEST_CASE("layers: Select, Swap, Dup, Drop and SubtractTop order the stack as Trax does") {
+  const Stack in{vec({1.0}), vec({2.0}), vec({3.0})};
+  auto values = [](const Stack& s) {
+    std::vector<double> v;
+    for (const Tensor& t : s) v.push_back(t.item<double>());
+    return v;
+  };
+  CHECK(values((*Select({2, 0, 0}))(in)) == std::vector<double>{3.0, 1.0, 1.0});
+  CHECK(values((*Serial({Swap()}))(Stack{in[0], in[1]})) == std::vector<double>{2.0, 1.0});
+  CHECK(values((*Dup())(Stack{in[0]})) == std::vector<double>{1.0, 1.0});
+  CHECK((*Drop())(Stack{in[0]}).empty());
+  CHECK(values((*SubtractTop())(Stack{in[0], in[1]})) == std::vector<double>{1.0});  // x1 - x0
+  // Serial passes the untouched rest of the stack through, below the outputs.
+  CHECK(values((*Serial({Select({0, 1, 2}), Add()}))(in)) == std::vector<double>{3.0, 3.0});
+  // A layer takes exactly n_in items.
+  check_error([&] { (*Serial({Add()}))(in); }, {"Serial: expected 2 inputs, got 3"});
+  CHECK(values((*Branch({Add(), Multiply()}))(Stack{in[1], in[2]})) == std::vector<double>{5.0, 6.0});
+  CHECK(values((*Parallel({Dup(), nullptr}))(Stack{in[0], in[2]})) == std::vector<double>{1.0, 1.0, 3.0});
+}
+
+TEST_CASE("layers: Residual adds its body to the input, or to a shortcut") {
+  LayerPtr r = Residual({Fn("Double", [](const Tensor& x) { return mul(x, 2.0); })});
+  check_close((*r)(vec({1.0, 3.0})), Shape{2}, {3.0, 9.0}, kExact);
+  LayerPtr with_shortcut = Residual({Fn("Double", [](const Tensor& x) { return mul(x, 2.0); })},
+                                    Fn("Negate", [](const Tensor& x) { return neg(x); }));
+  check_close((*with_shortcut)(vec({1.0, 3.0})), Shape{2}, {1.0, 3.0}, kExact);
+}
+
+TEST_CASE("layers: init splits the rng per sublayer and is deterministic") {
+  LayerPtr model = Serial({Dense(4), Relu(), Dense(2)});
+  auto [w1, s1] = model->init({{Shape{5, 3}, DType::float32}}, Key(7));
+  auto [w2, s2] = model->init({{Shape{5, 3}, DType::float32}}, Key(7));
+  auto [w3, s3] = model->init({{Shape{5, 3}, DType::float32}}, Key(8));
+  REQUIRE(w1.num_leaves() == 4);
+  CHECK(w1.paths() == std::vector<std::string>{"0/bias", "0/kernel", "2/bias", "2/kernel"});
+  CHECK(w1[0]["kernel"].leaf().shape() == Shape{3, 4});
+  CHECK(w1[2]["kernel"].leaf().shape() == Shape{4, 2});
+  CHECK(w1[0]["kernel"].leaf().to_vector<float>() == w2[0]["kernel"].leaf().to_vector<float>());
+  CHECK(w1[0]["kernel"].leaf().to_vector<float>() != w3[0]["kernel"].leaf().to_vector<float>());
+  // The two Dense layers get different keys.
+  CHECK(w1[0]["kernel"].leaf().to_vector<float>()[0] != w1[2]["kernel"].leaf().to_vector<float>()[0]);
+  CHECK(model->output_signature({{Shape{5, 3}, DType::float32}}) == Signature{{Shape{5, 2}, DType::float32}});
+  CHECK(Layer::count_parameters(w1) == 3 * 4 + 4 + 4 * 2 + 2);
+}
+
+TEST_CASE("layers: a shared instance has one set of weights and their gradients add up") {
+  LayerPtr shared = Dense(2, DenseOptions{glorot_uniform(), normal_init(0.1), true});
+  LayerPtr model = Serial({shared, Tanh(), shared});
+  auto [w, s] = model->init({{Shape{3, 2}, DType::float64}}, Key(1));
+  REQUIRE(w[0].num_leaves() == 2);
+  CHECK(w[2].num_leaves() == 0);  // the second occurrence carries no weights of its own
+  const Tensor x = test::random_tensor(Shape{3, 2}, DType::float64, 5);
+  auto loss = [&](const Tree& weights) {
+    return sum(square(model->apply({x}, weights, s).outputs[0]));
+  };
+  // The same function written out: the one kernel and bias used twice.
+  auto reference = [&](const Tree& weights) {
+    const Tensor& k = weights[0]["kernel"].leaf();
+    const Tensor& b = weights[0]["bias"].leaf();
+    return sum(square(add(matmul(tanh(add(matmul(x, k), b)), k), b)));
+  };
+  auto got = value_and_grad(loss)(w);
+  auto want = value_and_grad(reference)(w);
+  CHECK(got.value.item<double>() == doctest::Approx(want.value.item<double>()).epsilon(1e-14));
+  check_close(got.grad[0]["kernel"].leaf(), want.grad[0]["kernel"].leaf(), kExact);
+  check_close(got.grad[0]["bias"].leaf(), want.grad[0]["bias"].leaf(), kExact);
+}
+
+TEST_CASE("layers: bad input names the path to the failing layer and the signature") {
+  LayerPtr model = Serial({Dense(4), Branch({Dense(2), Serial({Dense(64)}, "Tower")}, "Heads")}, "Model");
+  auto [w, s] = model->init({{Shape{2, 5}, DType::float32}}, Key(0));
+  check_error([&] { model->apply({zeros({2, 3})}, w, s); },
+              {"Model > Dense_4[0]: input has last dimension 3, expected 5", "(inputs (float32[2, 3]))"});
+  // A deeper failure: weights of the wrong shape for one head.
+  Tree bad = w;
+  bad[1][1][1][0]["kernel"].leaf() = zeros({3, 64});
+  check_error([&] { model->apply({zeros({2, 5})}, bad, s); },
+              {"Model > Heads[1] > Parallel[1] > Tower[1] > Dense_64[0]: input has last dimension 4, expected 3"});
+  check_error([&] { (*Add())(Stack{zeros({2})}); }, {"Add: expected 2 inputs, got 1"});
+  check_error([&] { Select({0, -1}); }, {"Select: indices must be >= 0"});
+  check_error([&] { Fn("Broken", [](const Stack&) { return Stack{}; }, 1, 1)->apply({zeros({1})}, Tree(), Tree()); },
+              {"Broken: the function returned 0 items, expected 1"});
+  check_error([&] { (*Serial({Dense(2)}))(zeros({3}, DType::int32)); }, {"Dense_2", "int32 is not a float dtype"});
+}
