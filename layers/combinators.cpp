@@ -146,6 +146,116 @@ class FnLayer final : public Layer {
   StackFn f_;
 };
 
+
+// Scan: the sublayer over slices along an axis, threading a carry.
+class ScanLayer final : public Layer {
+ public:
+  ScanLayer(LayerPtr layer, int axis, int n_carry)
+      : Layer("Scan", layer ? layer->n_in() : 0, layer ? layer->n_out() : 0, {layer}), axis_(axis), n_carry_(n_carry) {
+    CTRAX_REQUIRE(n_carry >= 0 && n_carry <= layer->n_in() && n_carry <= layer->n_out(), "Scan: n_carry = ", n_carry,
+                  " does not fit a layer with n_in = ", layer->n_in(), ", n_out = ", layer->n_out());
+  }
+
+ protected:
+  std::pair<Tree, Tree> init_weights_and_state(const Signature& input, Key rng, LayerPass& pass) override {
+    Signature step = input;
+    const int n_x = n_in() - n_carry_;
+    for (int i = 0; i < n_x; ++i) {
+      if (step[i].shape.rank() < 1) fail("scanned input " + std::to_string(i) + " is rank 0");
+      step[i].shape.erase(normalize_axis(axis_, step[i].shape.rank(), "Scan"));
+    }
+    auto [w, s] = Layer::init_in_pass(*sublayers()[0], step, rng, pass, item_label(*sublayers()[0], 0));
+    return {Tree{std::move(w)}, Tree{std::move(s)}};
+  }
+
+  LayerResult forward(const Stack& inputs, const Tree& weights, const Tree& state, Key rng, Mode mode,
+                      LayerPass& pass) const override {
+    const Layer& l = *sublayers()[0];
+    const int n_x = n_in() - n_carry_, n_y = n_out() - n_carry_;
+    int64_t length = -1;
+    std::vector<int> axes(static_cast<size_t>(n_x));
+    for (int i = 0; i < n_x; ++i) {
+      if (inputs[i].rank() < 1) fail("scanned input " + std::to_string(i) + " is rank 0");
+      axes[i] = normalize_axis(axis_, inputs[i].rank(), "Scan");
+      const int64_t n = inputs[i].size(axes[i]);
+      if (length >= 0 && n != length)
+        fail("scanned inputs differ in length along axis " + std::to_string(axis_) + ": " + std::to_string(length) +
+             " and " + std::to_string(n));
+      length = n;
+    }
+    if (length < 0) fail("Scan needs at least one scanned input");
+    Stack carry(inputs.begin() + n_x, inputs.end());
+    Tree step_state = state[0];
+    std::vector<std::vector<Tensor>> ys(static_cast<size_t>(n_y));
+    for (int64_t t = 0; t < length; ++t) {
+      Stack in;
+      for (int i = 0; i < n_x; ++i) in.push_back(inputs[i].select(axes[i], t));
+      in.insert(in.end(), carry.begin(), carry.end());
+      LayerResult r = Layer::apply_in_pass(l, in, weights[0], step_state, fold_in(rng, static_cast<uint64_t>(t)), mode,
+                                           pass, item_label(l, 0));
+      for (int j = 0; j < n_y; ++j) ys[j].push_back(r.outputs[j]);
+      carry.assign(r.outputs.begin() + n_y, r.outputs.end());
+      step_state = std::move(r.state);
+    }
+    Stack out;
+    for (int j = 0; j < n_y; ++j) {
+      if (ys[j].empty()) fail("Scan over an empty axis has no outputs to stack");
+      const int rank = ys[j][0].rank() + 1;
+      out.push_back(stack(ys[j], axis_ < 0 ? axis_ + rank : axis_));
+    }
+    out.insert(out.end(), carry.begin(), carry.end());
+    return {std::move(out), Tree{std::move(step_state)}};
+  }
+
+ private:
+  int axis_;
+  int n_carry_;
+};
+
+// Cond: runs one of two branches on the items after the condition's inputs.
+class CondLayer final : public Layer {
+ public:
+  CondLayer(LayerPtr condition, LayerPtr if_true, LayerPtr if_false)
+      : Layer("Cond", condition->n_in() + if_true->n_in(), if_true->n_out(), {condition, if_true, if_false}) {
+    CTRAX_REQUIRE(condition->n_out() >= 1, "Cond: the condition layer must have an output");
+    CTRAX_REQUIRE(if_true->n_in() == if_false->n_in() && if_true->n_out() == if_false->n_out(),
+                  "Cond: the branches differ in arity: true has n_in = ", if_true->n_in(), ", n_out = ",
+                  if_true->n_out(), "; false has n_in = ", if_false->n_in(), ", n_out = ", if_false->n_out());
+  }
+
+ protected:
+  std::pair<Tree, Tree> init_weights_and_state(const Signature& input, Key rng, LayerPass& pass) override {
+    const std::vector<Key> keys = split(rng, 3);
+    const int n_c = sublayers()[0]->n_in();
+    const Signature cond_in(input.begin(), input.begin() + n_c), branch_in(input.begin() + n_c, input.end());
+    Tree::List w, s;
+    for (int k = 0; k < 3; ++k) {
+      auto [wk, sk] = Layer::init_in_pass(*sublayers()[k], k == 0 ? cond_in : branch_in, keys[k], pass,
+                                          item_label(*sublayers()[k], k));
+      w.push_back(std::move(wk));
+      s.push_back(std::move(sk));
+    }
+    return {Tree(std::move(w)), Tree(std::move(s))};
+  }
+
+  LayerResult forward(const Stack& inputs, const Tree& weights, const Tree& state, Key rng, Mode mode,
+                      LayerPass& pass) const override {
+    const std::vector<Key> keys = split(rng, 3);
+    const int n_c = sublayers()[0]->n_in();
+    const Stack cond_in(inputs.begin(), inputs.begin() + n_c), branch_in(inputs.begin() + n_c, inputs.end());
+    LayerResult c = Layer::apply_in_pass(*sublayers()[0], cond_in, weights[0], state[0], keys[0], mode, pass,
+                                         item_label(*sublayers()[0], 0));
+    const Tensor& flag = c.outputs[0];
+    if (flag.numel() != 1) fail("the condition gave " + std::to_string(flag.numel()) + " elements, expected one");
+    const int k = flag.item<double>() != 0.0 ? 1 : 2;
+    LayerResult r = Layer::apply_in_pass(*sublayers()[k], branch_in, weights[k], state[k], keys[k], mode, pass,
+                                         item_label(*sublayers()[k], k));
+    Tree::List new_state{std::move(c.state), state[1], state[2]};
+    new_state[static_cast<size_t>(k)] = std::move(r.state);
+    return {std::move(r.outputs), Tree(std::move(new_state))};
+  }
+};
+
 }  // namespace
 
 LayerPtr Serial(std::vector<LayerPtr> layers, std::string name) {
@@ -204,6 +314,37 @@ LayerPtr Branch(std::vector<LayerPtr> layers, std::string name) {
   for (const LayerPtr& l : layers)
     for (int i = 0; i < l->n_in(); ++i) indices.push_back(i);
   return Serial({Select(indices), Parallel(std::move(layers))}, std::move(name));
+}
+
+LayerPtr Gate() {
+  return Fn("Gate", [](const Stack& in) { return Stack{add(mul(in[0], in[1]), mul(sub(1.0, in[0]), in[2]))}; }, 3, 1);
+}
+
+LayerPtr Concatenate(int n_items, int axis) {
+  CTRAX_REQUIRE(n_items >= 1, "Concatenate: n_items must be >= 1, got ", n_items);
+  return Fn("Concatenate", [axis](const Stack& in) { return Stack{concatenate(in, axis)}; }, n_items, 1);
+}
+
+LayerPtr Split(int n_items, int axis) {
+  CTRAX_REQUIRE(n_items >= 1, "Split: n_items must be >= 1, got ", n_items);
+  return Fn("Split", [n_items, axis](const Stack& in) { return split(in[0], n_items, axis); }, 1, n_items);
+}
+
+LayerPtr Scan(LayerPtr layer, int axis, int n_carry) {
+  CTRAX_REQUIRE(layer != nullptr, "Scan: the layer is null");
+  return std::make_shared<ScanLayer>(std::move(layer), axis, n_carry);
+}
+
+LayerPtr Cond(LayerPtr condition, LayerPtr true_branch, LayerPtr false_branch) {
+  CTRAX_REQUIRE(condition != nullptr && true_branch != nullptr, "Cond: the condition and the true branch must be set");
+  if (!false_branch) {
+    CTRAX_REQUIRE(true_branch->n_in() == true_branch->n_out(), "Cond: without a false branch (the identity) the true "
+                  "branch must have n_in == n_out, got ", true_branch->n_in(), " and ", true_branch->n_out());
+    std::vector<int> all(static_cast<size_t>(true_branch->n_in()));
+    for (int i = 0; i < true_branch->n_in(); ++i) all[static_cast<size_t>(i)] = i;
+    false_branch = Select(all, true_branch->n_in());
+  }
+  return std::make_shared<CondLayer>(std::move(condition), std::move(true_branch), std::move(false_branch));
 }
 
 LayerPtr Residual(std::vector<LayerPtr> layers, LayerPtr shortcut) {

@@ -11,6 +11,13 @@
 //   Dup, Drop, Swap       x -> (x, x);  x -> ();  (a, b) -> (b, a).
 //   Residual(layers..., shortcut)  Serial(Branch(shortcut or identity, Serial(layers)), Add()).
 //   Add, SubtractTop, Multiply     x0 + x1;  x1 - x0 (Trax's order);  x0 * x1.
+//   Gate                  (g, m, c) -> g m + (1 - g) c.
+//   Concatenate(n, axis)  n items joined along an axis;  Split(n, axis): one item into n equal parts.
+//   Scan(layer, axis, n_carry)     (xs..., carry...) -> (ys..., carry...): runs layer on slice i of
+//                         every x along `axis` with the carry threaded through, rng fold_in(rng, i);
+//                         the ys are stacked along `axis`.
+//   Cond(cond, true, false)        cond's first output (a one-element bool) picks which branch runs
+//                         on the items after cond's inputs; only that branch runs.
 //   Fn(name, f, n_in, n_out)       a user function over the popped items.
 //
 // Weights and state of a combinator are lists with one entry per sublayer (Trax's tuples); the
@@ -36,6 +43,12 @@ LayerPtr Residual(std::vector<LayerPtr> layers, LayerPtr shortcut = nullptr);
 LayerPtr Add();
 LayerPtr SubtractTop();
 LayerPtr Multiply();
+LayerPtr Gate();
+LayerPtr Concatenate(int n_items = 2, int axis = -1);
+LayerPtr Split(int n_items = 2, int axis = -1);
+LayerPtr Scan(LayerPtr layer, int axis = 0, int n_carry = 1);
+// false_branch null: the identity (then true_branch must have n_in == n_out).
+LayerPtr Cond(LayerPtr condition, LayerPtr true_branch, LayerPtr false_branch = nullptr);
 // f maps the popped items (top first) to exactly n_out items.
 using StackFn = std::function<Stack(const Stack&)>;
 LayerPtr Fn(std::string name, StackFn f, int n_in = 1, int n_out = 1);

@@ -91,9 +91,17 @@ LayerResult Layer::apply_in_pass(const Layer& layer, const Stack& inputs, const 
     for (size_t i = 0; i < inputs.size(); ++i) CTRAX_REQUIRE(inputs[i].defined(), "input ", i, " is undefined");
     // A shared instance's later occurrences carry an empty tree: use the first one's weights.
     const auto it = pass.shared_weights.find(&layer);
-    const Tree& w = it != pass.shared_weights.end() ? it->second : weights;
-    if (it == pass.shared_weights.end()) pass.shared_weights.emplace(&layer, weights);
+    const bool first = it == pass.shared_weights.end();
+    const Tree& w = first ? weights : it->second;
+    if (first) pass.shared_weights.emplace(&layer, weights);
+    size_t row = 0;
+    if (pass.summary) {
+      row = pass.summary->size();
+      pass.summary->push_back({static_cast<int>(pass.path.size()) - 1, label, signature_of(inputs), {},
+                               first ? count_parameters(weights) : 0});
+    }
     LayerResult r = layer.forward(inputs, w, state, rng, mode, pass);
+    if (pass.summary) (*pass.summary)[row].output = signature_of(r.outputs);
     CTRAX_CHECK(static_cast<int>(r.outputs.size()) == layer.n_out(), "layer ", layer.name(), " returned ",
                 r.outputs.size(), " outputs, declared ", layer.n_out());
     return r;

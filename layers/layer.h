@@ -59,12 +59,21 @@ struct LayerResult {
   Tree state;
 };
 
+// One line of a model summary (layers/summary.h): a layer met during an apply pass.
+struct LayerSummaryRow {
+  int depth = 0;
+  std::string label;
+  Signature input, output;
+  int64_t parameters = 0;  // 0 for later occurrences of a shared instance
+};
+
 // Bookkeeping of one init or apply pass over a model: the path to the current layer (for
-// error messages) and the weights of shared instances.
+// error messages), the weights of shared instances, and optionally the rows of a summary.
 struct LayerPass {
   std::vector<std::string> path;
   std::unordered_map<const Layer*, Tree> shared_weights;
   bool error_annotated = false;
+  std::vector<LayerSummaryRow>* summary = nullptr;
 };
 
 class Layer {

@@ -4,6 +4,10 @@
 #include <ctrax/autograd/grad.h>
 #include <ctrax/layers/combinators.h>
 #include <ctrax/layers/core.h>
+#include <ctrax/layers/summary.h>
+#include <ctrax/autograd/gradcheck.h>
+
+#include <sstream>
 #include <ctrax/tensor/ops.h>
 
 #include "../test_util.h"
@@ -129,4 +133,81 @@ TEST_CASE("layers: bad input names the path to the failing layer and the signatu
   check_error([&] { Fn("Broken", [](const Stack&) { return Stack{}; }, 1, 1)->apply({zeros({1})}, Tree(), Tree()); },
               {"Broken: the function returned 0 items, expected 1"});
   check_error([&] { (*Serial({Dense(2)}))(zeros({3}, DType::int32)); }, {"Dense_2", "int32 is not a float dtype"});
+}
+
+TEST_CASE("layers: Gate, Concatenate and Split") {
+  const Tensor g = tensor({0.25, 1.0}), m = tensor({4.0, 4.0}), c = tensor({8.0, 8.0});
+  check_close((*Gate())(Stack{g, m, c})[0], Shape{2}, {7.0, 4.0}, kExact);
+  const Stack parts = (*Split(2, -1))(Stack{tensor({1.0, 2.0, 3.0, 4.0}, {1, 4})});
+  REQUIRE(parts.size() == 2);
+  check_close(parts[1], Shape{1, 2}, {3.0, 4.0}, kExact);
+  check_close((*Concatenate(2, -1))(parts)[0], Shape{1, 4}, {1.0, 2.0, 3.0, 4.0}, kExact);
+  check_error([] { Concatenate(0); }, {"n_items must be >= 1"});
+}
+
+TEST_CASE("layers: Scan threads a carry over an axis, with gradients") {
+  // step(x_t, h) = (y_t, h') with h' = tanh(x_t W + h) and y_t = h'.
+  LayerPtr step = Serial({Parallel({Dense(3, DenseOptions{glorot_uniform(), nullptr, false}), nullptr}), Add(), Tanh(),
+                          Dup()});
+  LayerPtr scan = Scan(step, 1, 1);  // xs [batch, time, features], carry [batch, 3]
+  CHECK(scan->n_in() == 2);
+  CHECK(scan->n_out() == 2);
+  const Tensor xs = test::random_tensor(Shape{2, 4, 5}, DType::float64, 3);
+  const Tensor h0 = zeros({2, 3}, DType::float64);
+  auto [w, s] = scan->init(signature_of({xs, h0}), Key(4));
+  const LayerResult r = scan->apply({xs, h0}, w, s);
+  REQUIRE(r.outputs.size() == 2);
+  CHECK(r.outputs[0].shape() == Shape{2, 4, 3});
+  // The same recurrence written out.
+  const Tensor& kernel = w[0][0][0]["kernel"].leaf();
+  Tensor h = h0;
+  for (int64_t t = 0; t < 4; ++t) {
+    h = tanh(add(matmul(xs.select(1, t), kernel), h));
+    check_close(r.outputs[0].select(1, t), h, kExact);
+  }
+  check_close(r.outputs[1], h, kExact);
+  const GradcheckResult gc = gradcheck(
+      [&](const std::vector<Tensor>& in) {
+        Tree wk = w;
+        wk[0][0][0]["kernel"].leaf() = in[2];
+        return scan->apply({in[0], in[1]}, wk, s).outputs[0];
+      },
+      {xs, test::random_tensor(Shape{2, 3}, DType::float64, 5), kernel});
+  INFO(gc.message);
+  CHECK(gc.ok);
+  check_error([&] { scan->apply({zeros({2}, DType::float64), h0}, w, s); }, {"Scan"});
+}
+
+TEST_CASE("layers: Cond runs only the branch its condition picks") {
+  int true_runs = 0, false_runs = 0;
+  LayerPtr cond = Cond(Fn("Positive", [](const Tensor& x) { return gt(sum(x), scalar_tensor(0.0, DType::float64)); }),
+                       Fn("Double", [&true_runs](const Tensor& x) { ++true_runs; return mul(x, 2.0); }),
+                       Fn("Halve", [&false_runs](const Tensor& x) { ++false_runs; return mul(x, 0.5); }));
+  CHECK(cond->n_in() == 2);
+  check_close((*cond)(Stack{tensor({1.0}), tensor({3.0})})[0], Shape{1}, {6.0}, kExact);
+  check_close((*cond)(Stack{tensor({-1.0}), tensor({3.0})})[0], Shape{1}, {1.5}, kExact);
+  CHECK(true_runs == 1);
+  CHECK(false_runs == 1);
+  LayerPtr identity_else = Cond(Fn("Positive", [](const Tensor& x) { return gt(sum(x), scalar_tensor(0.0, DType::float64)); }),
+                                Fn("Double", [](const Tensor& x) { return mul(x, 2.0); }));
+  check_close((*identity_else)(Stack{tensor({-1.0}), tensor({3.0})})[0], Shape{1}, {3.0}, kExact);
+  check_error([] { Cond(Dup(), Add(), Dup()); }, {"Cond: the branches differ in arity"});
+}
+
+TEST_CASE("layers: a summary lists every layer with shapes and parameter counts") {
+  LayerPtr shared = Dense(4);
+  LayerPtr model = Serial({shared, Relu(), shared, Dense(2)}, "Net");
+  const std::string text = summary(*model, {{Shape{8, 4}, DType::float32}});
+  const std::string expected =
+      "Net           (float32[8, 4]) -> (float32[8, 2])  30\n"
+      "  Dense_4[0]  (float32[8, 4]) -> (float32[8, 4])  20\n"
+      "  Relu[1]     (float32[8, 4]) -> (float32[8, 4])  0\n"
+      "  Dense_4[2]  (float32[8, 4]) -> (float32[8, 4])  0\n"
+      "  Dense_2[3]  (float32[8, 4]) -> (float32[8, 2])  10\n"
+      "total parameters: 30\n";
+  CHECK(text == expected);
+  std::ostringstream structure;
+  structure << *Residual({Dense(3)});
+  CHECK(structure.str().find("Residual  (in 1, out 1)") == 0);
+  CHECK(structure.str().find("      Dense_3  (in 1, out 1)") != std::string::npos);
 }
