@@ -17,6 +17,8 @@
 #include "layers/core.h"
 #include "layers/initializers.h"
 #include "layers/layer.h"
+#include "layers/models.h"
+#include "layers/summary.h"
 #include "tensor/device.h"
 #include "tensor/dtype.h"
 #include "tensor/ops.h"
