@@ -15,6 +15,7 @@
 #include "kernels/parallel.h"
 #include "layers/combinators.h"
 #include "layers/core.h"
+#include "layers/custom_backward.h"
 #include "layers/initializers.h"
 #include "layers/layer.h"
 #include "layers/models.h"

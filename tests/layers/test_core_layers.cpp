@@ -8,6 +8,7 @@
 #include <ctrax/autograd/gradcheck.h>
 #include <ctrax/layers/combinators.h>
 #include <ctrax/layers/core.h>
+#include <ctrax/layers/custom_backward.h>
 #include <ctrax/layers/models.h>
 #include <ctrax/tensor/ops.h>
 
@@ -161,4 +162,32 @@ TEST_CASE("layers: MLP stacks Dense and activations") {
   CHECK(with_out->sublayers()[1]->name() == "Tanh");
   check_layer_gradients(MLP({3, 2}, [] { return Tanh(); }), test::random_tensor(Shape{2, 3}, DType::float64, 5));
   check_error([] { MLP({4, 0}); }, {"MLP: width 1 is 0"});
+}
+
+TEST_CASE("layers: a custom backward replaces autodiff's for a layer") {
+  LayerPtr dense = Dense(2);
+  // The true gradient of x W + b, doubled: dx = 2 g W^T, dW = 2 x^T g, db = 2 sum(g).
+  LayerPtr doubled = WithCustomBackward(dense, [](const LayerGradContext& c) {
+    const Tensor& g = c.output_grads[0];
+    const Tensor& x = c.inputs[0];
+    Tree w;
+    w["kernel"] = mul(matmul(x.mT(), g), 2.0);
+    w["bias"] = mul(sum(g, {0}), 2.0);
+    return LayerGrads{{mul(matmul(g, c.weights["kernel"].leaf().mT()), 2.0)}, w};
+  });
+  const Tensor x = test::random_tensor(Shape{3, 4}, DType::float64, 2);
+  auto [w, s] = doubled->init({ShapeDtype::of(x)}, Key(1));
+  CHECK(w.contains("kernel"));  // the wrapped layer's weights, unchanged in structure
+  check_close(doubled->apply({x}, w, s).outputs[0], dense->apply({x}, w, s).outputs[0], kTight);
+  auto loss_custom = [&](const Tree& wt, const Tensor& xt) { return sum(doubled->apply({xt}, wt, s).outputs[0]); };
+  auto loss_plain = [&](const Tree& wt, const Tensor& xt) { return sum(dense->apply({xt}, wt, s).outputs[0]); };
+  auto got = value_and_grad<0, 1>(loss_custom)(w, x);
+  auto want = value_and_grad<0, 1>(loss_plain)(w, x);
+  check_close(std::get<0>(got.grad)["kernel"].leaf(), mul(std::get<0>(want.grad)["kernel"].leaf(), 2.0), kTight);
+  check_close(std::get<0>(got.grad)["bias"].leaf(), mul(std::get<0>(want.grad)["bias"].leaf(), 2.0), kTight);
+  check_close(std::get<1>(got.grad), mul(std::get<1>(want.grad), 2.0), kTight);
+  LayerPtr wrong = WithCustomBackward(Dense(2), [](const LayerGradContext&) { return LayerGrads{{}, Tree()}; });
+  auto [w2, s2] = wrong->init({ShapeDtype::of(x)}, Key(1));
+  check_error([&] { value_and_grad([&](const Tree& wt) { return sum(wrong->apply({x}, wt, s2).outputs[0]); })(w2); },
+              {"WithCustomBackward: the backward returned 0 input gradients for 1 inputs"});
 }
