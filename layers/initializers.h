@@ -23,6 +23,12 @@ Initializer he_uniform();
 Initializer he_normal();
 Initializer lecun_uniform();
 Initializer lecun_normal();
+// A (semi-)orthogonal matrix times `gain`: for a shape [..., rows, cols] flattened to
+// [prod(...) * rows, cols], the columns (if rows >= cols) or rows are orthonormal. Made by
+// Gram-Schmidt (each vector orthogonalised twice, for stability) on a normal sample: that is the
+// Q of a QR factorisation with a positive diagonal, which is uniformly (Haar) distributed
+// (Saxe et al. 2014; Trax's orthogonal_init does the same with a library QR).
+Initializer orthogonal(double gain = 1.0);
 Initializer constant_init(double value);
 Initializer uniform_init(double lo, double hi);
 Initializer normal_init(double stddev);

@@ -191,3 +191,32 @@ TEST_CASE("layers: a custom backward replaces autodiff's for a layer") {
   check_error([&] { value_and_grad([&](const Tree& wt) { return sum(wrong->apply({x}, wt, s2).outputs[0]); })(w2); },
               {"WithCustomBackward: the backward returned 0 input gradients for 1 inputs"});
 }
+
+TEST_CASE("layers: orthogonal initializer gives orthonormal columns or rows") {
+  for (const Shape& shape : {Shape{6, 4}, Shape{3, 5}, Shape{2, 3, 4}}) {
+    INFO("shape " << shape);
+    const Tensor w = orthogonal(2.0)(Key(5), shape, DType::float64);
+    CHECK(w.shape() == shape);
+    const Tensor m = w.reshape(Shape{shape.numel() / shape.back(), shape.back()});
+    const bool tall = m.size(0) >= m.size(1);
+    const Tensor gram = tall ? matmul(m.mT(), m) : matmul(m, m.mT());
+    check_close(gram, mul(eye(gram.size(0), -1, DType::float64), 4.0), {1e-12, 1e-12});
+  }
+  check_error([] { orthogonal()(Key(), Shape{4}, DType::float32); }, {"orthogonal: needs a shape of rank >= 2"});
+}
+
+TEST_CASE("layers: Policy, Value and PolicyAndValue heads") {
+  auto body = [] { return MLP({8}, nullptr, true); };
+  const Signature obs{{Shape{5, 3}, DType::float32}};
+  CHECK(Policy(4, body)->output_signature(obs) == Signature{{Shape{5, 4}, DType::float32}});
+  CHECK(Value(body)->output_signature(obs) == Signature{{Shape{5}, DType::float32}});
+  LayerPtr joint = PolicyAndValue(4, body);
+  CHECK(joint->n_out() == 2);
+  CHECK(joint->output_signature(obs) == Signature{{Shape{5, 4}, DType::float32}, {Shape{5}, DType::float32}});
+  auto [wj, sj] = joint->init(obs, Key(1));
+  auto [ws, ss] = PolicyAndValue(4, body, nullptr, 0.0, false)->init(obs, Key(1));
+  CHECK(Layer::count_parameters(ws) > Layer::count_parameters(wj));  // two bodies instead of one
+  auto [wp, sp] = Policy(2, nullptr, nullptr, 0.01)->init(obs, Key(2));
+  CHECK(max(abs(wp[0]["kernel"].leaf())).item<double>() <= 0.01);
+  check_error([] { Policy(0); }, {"n_distribution_inputs must be >= 1"});
+}
