@@ -1,0 +1,267 @@
+// Normalisation layers (see normalization.h).
+#include "normalization.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "../autograd/tape.h"
+#include "../kernels/check.h"
+#include "../tensor/ops.h"
+
+namespace ctrax {
+
+namespace {
+
+std::string shape_string(const Shape& s) {
+  std::ostringstream out;
+  out << s;
+  return out.str();
+}
+
+// ---- LayerNorm -------------------------------------------------------------------------------
+
+class LayerNormLayer final : public Layer {
+ public:
+  explicit LayerNormLayer(double epsilon) : Layer("LayerNorm", 1, 1), epsilon_(epsilon) {
+    CTRAX_REQUIRE(std::isfinite(epsilon_) && epsilon_ >= 0.0, "LayerNorm: epsilon must be finite and >= 0, got ",
+                  epsilon_);
+  }
+
+ protected:
+  std::pair<Tree, Tree> init_weights_and_state(const Signature& input, Key, LayerPass&) override {
+    const ShapeDtype& x = input[0];
+    check_input(x.shape, x.dtype);
+    Tree::Dict w;
+    w["scale"] = ones(Shape{x.shape.back()}, x.dtype);
+    w["bias"] = zeros(Shape{x.shape.back()}, x.dtype);
+    return {Tree(std::move(w)), Tree()};
+  }
+
+  LayerResult forward(const Stack& inputs, const Tree& weights, const Tree& state, Key, Mode,
+                      LayerPass&) const override {
+    const Tensor& x = inputs[0];
+    check_input(x.shape(), x.dtype());
+    const Tensor& scale = weights["scale"].leaf();
+    const Tensor& bias = weights["bias"].leaf();
+    if (x.shape().back() != scale.numel())
+      fail("input has last dimension " + std::to_string(x.shape().back()) + ", expected " +
+           std::to_string(scale.numel()));
+    // Two passes (mean, then the mean of squared deviations): no cancellation as in E[x^2] - E[x]^2.
+    const Tensor mu = mean(x, {-1}, true);
+    const Tensor centred = sub(x, mu);
+    const Tensor s2 = mean(square(centred), {-1}, true);
+    return {{add(mul(mul(centred, rsqrt(add(s2, epsilon_))), scale), bias)}, state};
+  }
+
+ private:
+  void check_input(const Shape& shape, DType dtype) const {
+    if (shape.rank() < 1) fail("input is a rank-0 tensor; LayerNorm needs a last axis of features");
+    if (!is_floating(dtype)) fail(std::string("input dtype ") + dtype_name(dtype) + " is not a float dtype");
+  }
+
+  double epsilon_;
+};
+
+// ---- BatchNorm -------------------------------------------------------------------------------
+
+class BatchNormLayer final : public Layer {
+ public:
+  BatchNormLayer(std::vector<int> axes, double epsilon, double momentum, bool center, bool scale)
+      : Layer("BatchNorm", 1, 1), axes_(std::move(axes)), epsilon_(epsilon), momentum_(momentum), center_(center),
+        scale_(scale) {
+    CTRAX_REQUIRE(!axes_.empty(), "BatchNorm: axes must not be empty");
+    CTRAX_REQUIRE(std::isfinite(epsilon_) && epsilon_ >= 0.0, "BatchNorm: epsilon must be finite and >= 0, got ",
+                  epsilon_);
+    CTRAX_REQUIRE(momentum_ >= 0.0 && momentum_ <= 1.0, "BatchNorm: momentum must be in [0, 1], got ", momentum_);
+  }
+
+ protected:
+  std::pair<Tree, Tree> init_weights_and_state(const Signature& input, Key, LayerPass&) override {
+    const ShapeDtype& x = input[0];
+    if (!is_floating(x.dtype)) fail(std::string("input dtype ") + dtype_name(x.dtype) + " is not a float dtype");
+    const std::vector<bool> reduced = reduced_axes(x.shape.rank());
+    Shape param_shape, stats_shape;
+    for (int i = 0; i < x.shape.rank(); ++i) {
+      if (!reduced[i]) param_shape.push_back(x.shape[i]);
+      stats_shape.push_back(reduced[i] ? 1 : x.shape[i]);
+    }
+    Tree::Dict w;
+    if (scale_) w["scale"] = ones(param_shape, x.dtype);
+    if (center_) w["bias"] = zeros(param_shape, x.dtype);
+    Tree::Dict s;
+    s["mean"] = zeros(stats_shape, x.dtype);
+    s["var"] = ones(stats_shape, x.dtype);
+    s["n_batches"] = zeros(Shape{}, DType::int64);
+    return {Tree(std::move(w)), Tree(std::move(s))};
+  }
+
+  LayerResult forward(const Stack& inputs, const Tree& weights, const Tree& state, Key, Mode mode,
+                      LayerPass&) const override {
+    const Tensor& x = inputs[0];
+    if (!is_floating(x.dtype())) fail(std::string("input dtype ") + dtype_name(x.dtype()) + " is not a float dtype");
+    const Tensor& running_mean = state["mean"].leaf();
+    const Tensor& running_var = state["var"].leaf();
+    const std::vector<bool> reduced = reduced_axes(x.rank());
+    Shape stats_shape;
+    for (int i = 0; i < x.rank(); ++i) stats_shape.push_back(reduced[i] ? 1 : x.shape()[i]);
+    if (stats_shape != running_mean.shape())
+      fail("input has shape " + shape_string(x.shape()) + "; with the batch axes set to 1 it must match the " +
+           "statistics' shape " + shape_string(running_mean.shape()));
+
+    Tensor m, v;
+    Tree new_state = state;
+    if (mode == Mode::train) {
+      // Batch statistics, differentiated through (the gradient of batch norm includes the dependence of m and
+      // v on every element of the batch). Population variance in two passes: Trax's E[x^2] - E[x]^2 cancels
+      // catastrophically when |mean| >> std and can come out negative, making sqrt(v + eps) NaN.
+      m = mean(x, axes_, true);
+      v = var(x, axes_, true);
+      // Running statistics as Trax (an exponential moving average from mean 0, var 1, with no bias correction):
+      //   running = momentum * running + (1 - momentum) * batch
+      // The batch values enter as constants: state is never differentiated.
+      NoGradScope no_grad;
+      const Tensor bm = stop_gradient(m), bv = stop_gradient(v);
+      new_state["mean"] = add(mul(running_mean, momentum_), mul(bm, 1.0 - momentum_)).to(running_mean.dtype());
+      new_state["var"] = add(mul(running_var, momentum_), mul(bv, 1.0 - momentum_)).to(running_var.dtype());
+      new_state["n_batches"] = add(state["n_batches"].leaf(), 1);
+    } else {
+      m = running_mean;
+      v = running_var;
+    }
+    Tensor y = mul(sub(x, m), rsqrt(add(v, epsilon_)));
+    // Weights have x's shape without the batch axes; viewed with size 1 there they broadcast against x.
+    if (scale_) y = mul(y, weights["scale"].leaf().reshape(stats_shape));
+    if (center_) y = add(y, weights["bias"].leaf().reshape(stats_shape));
+    return {{y}, new_state};
+  }
+
+ private:
+  // reduced[i]: whether axis i of a rank-`rank` input is a batch axis. Negative axes count from the end.
+  std::vector<bool> reduced_axes(int rank) const {
+    std::vector<bool> reduced(static_cast<size_t>(std::max(rank, 0)), false);
+    for (int a : axes_) {
+      const int axis = a < 0 ? a + rank : a;
+      if (axis < 0 || axis >= rank)
+        fail("axis " + std::to_string(a) + " is out of range for an input of rank " + std::to_string(rank));
+      if (reduced[axis]) fail("axis " + std::to_string(a) + " is repeated in axes");
+      reduced[axis] = true;
+    }
+    return reduced;
+  }
+
+  std::vector<int> axes_;
+  double epsilon_;
+  double momentum_;
+  bool center_;
+  bool scale_;
+};
+
+// ---- Normalize -------------------------------------------------------------------------------
+
+class NormalizeLayer final : public Layer {
+ public:
+  explicit NormalizeLayer(NormalizeOptions options) : Layer("Normalize", 1, 1), options_(options) {
+    CTRAX_REQUIRE(options_.sample_limit >= 0.0, "Normalize: sample_limit must be >= 0, got ", options_.sample_limit);
+    CTRAX_REQUIRE(std::isfinite(options_.epsilon) && options_.epsilon >= 0.0,
+                  "Normalize: epsilon must be finite and >= 0, got ", options_.epsilon);
+    CTRAX_REQUIRE(options_.clip > 0.0, "Normalize: clip must be > 0, got ", options_.clip);
+  }
+
+ protected:
+  std::pair<Tree, Tree> init_weights_and_state(const Signature& input, Key, LayerPass&) override {
+    const ShapeDtype& x = input[0];
+    check_input(x.shape, x.dtype);
+    const Shape features = feature_shape(x.shape);
+    // Before any observation: mean 0, var 1 (Trax), so the layer starts as (nearly) the identity.
+    Tree::Dict s;
+    s["mean"] = zeros(features, x.dtype);
+    s["var"] = ones(features, x.dtype);
+    s["count"] = zeros(Shape{}, DType::int64);
+    return {Tree(), Tree(std::move(s))};
+  }
+
+  LayerResult forward(const Stack& inputs, const Tree&, const Tree& state, Key, Mode mode,
+                      LayerPass&) const override {
+    const Tensor& x = inputs[0];
+    check_input(x.shape(), x.dtype());
+    if (feature_shape(x.shape()) != state["mean"].leaf().shape())
+      fail("input has shape " + shape_string(x.shape()) + ", expected [batch, time] followed by the features " +
+           shape_string(state["mean"].leaf().shape()));
+    Tree new_state = state;
+    // Statistics move only while collecting experience: the model trained on that data, and the evaluations,
+    // must see the same fixed transformation (Trax's rule).
+    if (mode == Mode::collect) new_state = updated(state, x);
+    const Tensor& m = new_state["mean"].leaf();
+    const Tensor& v = new_state["var"].leaf();
+    // As Trax: epsilon added to the standard deviation, not to the variance.
+    Tensor y = div(sub(x, m), add(sqrt(v), options_.epsilon));
+    if (std::isfinite(options_.clip)) y = clip(y, -options_.clip, options_.clip);
+    return {{y}, new_state};
+  }
+
+ private:
+  void check_input(const Shape& shape, DType dtype) const {
+    if (!is_floating(dtype)) fail(std::string("input dtype ") + dtype_name(dtype) + " is not a float dtype");
+    if (shape.rank() < 2)
+      fail("input has rank " + std::to_string(shape.rank()) + "; Normalize needs [batch, time, ...]");
+  }
+
+  static Shape feature_shape(const Shape& s) {
+    Shape f;
+    for (int i = 2; i < s.rank(); ++i) f.push_back(s[i]);
+    return f;
+  }
+
+  // The statistics after adding the new observations: the last time step of each batch row (in collect mode
+  // the agent passes the trajectory so far, whose earlier steps were already counted), in batch order, while
+  // count < sample_limit.
+  //
+  // Chan, Golub, LeVeque's parallel update merges the running statistics (n_a, mean_a, var_a) with those of
+  // the k new observations (k, mean_b, var_b), variances being population variances (M2 / n):
+  //   n = n_a + k,  delta = mean_b - mean_a,  mean = mean_a + delta * k / n,
+  //   var = (n_a var_a + k var_b + delta^2 n_a k / n) / n.
+  // It equals Welford's one-at-a-time update, which Trax runs per observation, but avoids its cancellation-
+  // prone alternatives (sums of x and x^2). Computed in float64 and rounded to the state's dtype once.
+  Tree updated(const Tree& state, const Tensor& x) const {
+    const int64_t n_a = state["count"].leaf().item<int64_t>();
+    if (x.shape()[1] == 0) fail("input has no time steps; collect mode adds the last one to the statistics");
+    const int64_t batch = x.shape()[0];
+    int64_t k = batch;
+    if (std::isfinite(options_.sample_limit)) {
+      const double room = std::ceil(options_.sample_limit - static_cast<double>(n_a));
+      k = room <= 0.0 ? 0 : std::min<int64_t>(batch, static_cast<int64_t>(room));
+    }
+    if (k == 0) return state;
+    NoGradScope no_grad;
+    const Tensor obs = stop_gradient(x).select(1, x.shape()[1] - 1).slice(0, 0, k).to(DType::float64);
+    const Tensor mean_a = state["mean"].leaf().to(DType::float64);
+    const Tensor var_a = state["var"].leaf().to(DType::float64);
+    const Tensor mean_b = mean(obs, {0});
+    const Tensor var_b = var(obs, {0});
+    const double na = static_cast<double>(n_a), kb = static_cast<double>(k), n = na + kb;
+    const Tensor delta = sub(mean_b, mean_a);
+    const Tensor new_mean = add(mean_a, mul(delta, kb / n));
+    const Tensor m2 = add(add(mul(var_a, na), mul(var_b, kb)), mul(square(delta), na * kb / n));
+    Tree s = state;
+    s["mean"] = new_mean.to(state["mean"].leaf().dtype());
+    s["var"] = div(m2, n).to(state["var"].leaf().dtype());
+    s["count"] = scalar_tensor(static_cast<double>(n_a + k), DType::int64);
+    return s;
+  }
+
+  NormalizeOptions options_;
+};
+
+}  // namespace
+
+LayerPtr LayerNorm(double epsilon) { return std::make_shared<LayerNormLayer>(epsilon); }
+
+LayerPtr BatchNorm(std::vector<int> axes, double epsilon, double momentum, bool center, bool scale) {
+  return std::make_shared<BatchNormLayer>(std::move(axes), epsilon, momentum, center, scale);
+}
+
+LayerPtr Normalize(NormalizeOptions options) { return std::make_shared<NormalizeLayer>(options); }
+
+}  // namespace ctrax
