@@ -20,6 +20,7 @@
 #include "layers/embedding_dropout.h"
 #include "layers/initializers.h"
 #include "layers/layer.h"
+#include "layers/metrics.h"
 #include "layers/models.h"
 #include "layers/normalization.h"
 #include "layers/summary.h"
