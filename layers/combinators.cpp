@@ -274,10 +274,6 @@ LayerPtr Fn(std::string name, StackFn f, int n_in, int n_out) {
   return std::make_shared<FnLayer>(std::move(name), std::move(f), n_in, n_out);
 }
 
-LayerPtr Fn(std::string name, std::function<Tensor(const Tensor&)> f) {
-  CTRAX_REQUIRE(f != nullptr, "Fn ", name, ": the function is empty");
-  return Fn(std::move(name), [f = std::move(f)](const Stack& in) { return Stack{f(in[0])}; }, 1, 1);
-}
 
 LayerPtr Select(std::vector<int> indices, int n_in) {
   int max_index = -1;

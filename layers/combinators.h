@@ -18,7 +18,8 @@
 //                         the ys are stacked along `axis`.
 //   Cond(cond, true, false)        cond's first output (a one-element bool) picks which branch runs
 //                         on the items after cond's inputs; only that branch runs.
-//   Fn(name, f, n_in, n_out)       a user function over the popped items.
+//   Fn(name, f)           a user function; n_in from its arity (f takes k tensors), or
+//   Fn(name, f, n_in, n_out) with f over the popped items as a Stack.
 //
 // Weights and state of a combinator are lists with one entry per sublayer (Trax's tuples); the
 // rng is split once per sublayer.
@@ -26,7 +27,11 @@
 
 #include <functional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
+
+#include "../kernels/check.h"
 
 #include "layer.h"
 
@@ -52,7 +57,47 @@ LayerPtr Cond(LayerPtr condition, LayerPtr true_branch, LayerPtr false_branch = 
 // f maps the popped items (top first) to exactly n_out items.
 using StackFn = std::function<Stack(const Stack&)>;
 LayerPtr Fn(std::string name, StackFn f, int n_in = 1, int n_out = 1);
-// One tensor in, one tensor out.
-LayerPtr Fn(std::string name, std::function<Tensor(const Tensor&)> f);
+
+namespace layers_detail {
+// The parameter count and result type of a callable (a lambda, a function object or a function
+// pointer with a fixed signature; generic lambdas have no single arity).
+template <typename T>
+struct CallTraits : CallTraits<decltype(&T::operator())> {};
+template <typename C, typename R, typename... A>
+struct CallTraits<R (C::*)(A...) const> {
+  using Result = R;
+  static constexpr int arity = sizeof...(A);
+};
+template <typename C, typename R, typename... A>
+struct CallTraits<R (C::*)(A...)> : CallTraits<R (C::*)(A...) const> {};
+template <typename R, typename... A>
+struct CallTraits<R (*)(A...)> {
+  using Result = R;
+  static constexpr int arity = sizeof...(A);
+};
+
+template <typename F, size_t... I>
+Stack call_on_items(F& f, const Stack& in, std::index_sequence<I...>) {
+  if constexpr (std::is_same_v<std::decay_t<decltype(f(in[I]...))>, Tensor>) return Stack{f(in[I]...)};
+  else return Stack(f(in[I]...));
+}
+}  // namespace layers_detail
+
+// Fn(name, f) with f taking k tensors: n_in = k, from f's arity (as Trax's Fn). f returns a
+// Tensor (one output) or a Stack of n_out tensors.
+//   Fn("AddThenDouble", [](const Tensor& a, const Tensor& b) { return (a + b) * 2.0; })  // n_in 2
+template <typename F>
+  requires(!std::is_invocable_v<F&, const Stack&>)
+LayerPtr Fn(std::string name, F f, int n_out = 1) {
+  using Traits = layers_detail::CallTraits<std::decay_t<F>>;
+  constexpr int n_in = Traits::arity;
+  if constexpr (std::is_same_v<std::decay_t<typename Traits::Result>, Tensor>) {
+    CTRAX_REQUIRE(n_out == 1, "Fn ", name, ": a function returning one Tensor has n_out = 1, got ", n_out);
+  }
+  return Fn(std::move(name), StackFn([f = std::move(f)](const Stack& in) mutable {
+              return layers_detail::call_on_items(f, in, std::make_index_sequence<n_in>{});
+            }),
+            n_in, n_out);
+}
 
 }  // namespace ctrax

@@ -49,7 +49,10 @@ class DenseLayer final : public Layer {
   DenseOptions options_;
 };
 
-LayerPtr unary(std::string name, std::function<Tensor(const Tensor&)> f) { return Fn(std::move(name), std::move(f)); }
+LayerPtr unary(std::string name, std::function<Tensor(const Tensor&)> f) {
+  CTRAX_REQUIRE(f != nullptr, "layer ", name, ": the function is empty");
+  return Fn(std::move(name), std::move(f));
+}
 
 }  // namespace
 

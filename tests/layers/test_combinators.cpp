@@ -211,3 +211,21 @@ TEST_CASE("layers: a summary lists every layer with shapes and parameter counts"
   CHECK(structure.str().find("Residual  (in 1, out 1)") == 0);
   CHECK(structure.str().find("      Dense_3  (in 1, out 1)") != std::string::npos);
 }
+
+TEST_CASE("layers: Fn takes n_in from the function's arity") {
+  LayerPtr two = Fn("AddThenDouble", [](const Tensor& a, const Tensor& b) { return mul(add(a, b), 2.0); });
+  CHECK(two->n_in() == 2);
+  CHECK(two->n_out() == 1);
+  check_close((*two)(Stack{tensor({1.0}), tensor({2.0})})[0], Shape{1}, {6.0}, kExact);
+  LayerPtr three_to_two = Fn(
+      "SumAndProduct", [](const Tensor& a, const Tensor& b, const Tensor& c) { return Stack{add(add(a, b), c), mul(mul(a, b), c)}; },
+      2);
+  CHECK(three_to_two->n_in() == 3);
+  CHECK(three_to_two->n_out() == 2);
+  const Stack out = (*three_to_two)(Stack{tensor({1.0}), tensor({2.0}), tensor({3.0})});
+  check_close(out[1], Shape{1}, {6.0}, kExact);
+  LayerPtr none = Fn("Constant", []() { return tensor({7.0}); });
+  CHECK(none->n_in() == 0);
+  check_error([] { Fn("Twice", [](const Tensor& a) { return mul(a, 2.0); }, 2); },
+              {"a function returning one Tensor has n_out = 1, got 2"});
+}
