@@ -40,9 +40,8 @@ class SerialLayer final : public Layer {
       // The outputs' signature: a forward pass on zeros of the inputs' signature.
       Stack zeros_in;
       for (const ShapeDtype& sd : in) zeros_in.push_back(zeros(sd.shape, sd.dtype));
-      LayerPass probe;
-      probe.path = pass.path;
-      probe.shared_weights = pass.shared_weights;
+      LayerPass probe = pass;  // the same path and shared instances, its own error flag
+      probe.error_annotated = false;
       const LayerResult r = Layer::apply_in_pass(l, zeros_in, w, s, keys[k], Mode::eval, probe, item_label(l, k));
       Signature out = signature_of(r.outputs);
       out.insert(out.end(), stack.begin() + l.n_in(), stack.end());

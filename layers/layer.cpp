@@ -67,13 +67,31 @@ auto annotate_errors(LayerPass& pass, const Signature& got, F&& f) {
 }
 }  // namespace
 
+LayerPass LayerPass::over(const Layer& root) {
+  // Count every instance in the tree; those met twice or more are shared.
+  std::unordered_set<const Layer*> seen;
+  LayerPass pass;
+  std::vector<const Layer*> todo{&root};
+  while (!todo.empty()) {
+    const Layer* l = todo.back();
+    todo.pop_back();
+    if (!seen.insert(l).second) {
+      pass.shared.insert(l);
+      continue;  // its subtree was counted the first time
+    }
+    for (const LayerPtr& sub : l->sublayers()) todo.push_back(sub.get());
+  }
+  return pass;
+}
+
 std::pair<Tree, Tree> Layer::init_in_pass(Layer& layer, const Signature& input, Key rng, LayerPass& pass,
                                           const std::string& label) {
   pass.path.push_back(label);
   auto result = annotate_errors(pass, input, [&]() -> std::pair<Tree, Tree> {
     CTRAX_REQUIRE(static_cast<int>(input.size()) == layer.n_in(), "expected ", layer.n_in(), " input",
                   layer.n_in() == 1 ? "" : "s", ", got ", input.size());
-    if (pass.shared_weights.count(&layer)) return {Tree(), Tree()};  // shared: the first occurrence holds them
+    if (!pass.shared.count(&layer)) return layer.init_weights_and_state(input, rng, pass);
+    if (pass.shared_weights.count(&layer)) return {Tree(), Tree()};  // the first occurrence holds them
     auto ws = layer.init_weights_and_state(input, rng, pass);
     pass.shared_weights.emplace(&layer, ws.first);
     return ws;
@@ -90,10 +108,16 @@ LayerResult Layer::apply_in_pass(const Layer& layer, const Stack& inputs, const 
                   layer.n_in() == 1 ? "" : "s", ", got ", inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) CTRAX_REQUIRE(inputs[i].defined(), "input ", i, " is undefined");
     // A shared instance's later occurrences carry an empty tree: use the first one's weights.
-    const auto it = pass.shared_weights.find(&layer);
-    const bool first = it == pass.shared_weights.end();
-    const Tree& w = first ? weights : it->second;
-    if (first) pass.shared_weights.emplace(&layer, weights);
+    // Only instances that occur more than once are looked up (a plain model pays nothing).
+    bool first = true;
+    const Tree* w_ptr = &weights;
+    if (pass.shared.count(&layer)) {
+      const auto it = pass.shared_weights.find(&layer);
+      first = it == pass.shared_weights.end();
+      if (first) pass.shared_weights.emplace(&layer, weights);
+      else w_ptr = &it->second;
+    }
+    const Tree& w = *w_ptr;
     size_t row = 0;
     if (pass.summary) {
       row = pass.summary->size();
@@ -111,7 +135,7 @@ LayerResult Layer::apply_in_pass(const Layer& layer, const Stack& inputs, const 
 }
 
 std::pair<Tree, Tree> Layer::init(const Signature& input, Key rng) {
-  LayerPass pass;
+  LayerPass pass = LayerPass::over(*this);
   auto ws = init_in_pass(*this, input, rng, pass, name_);
   weights_ = ws.first;
   state_ = ws.second;
@@ -123,11 +147,11 @@ Signature Layer::output_signature(const Signature& input) {
   const Tree saved_w = weights_, saved_s = state_;
   const bool saved_init = initialized_;
   NoGradScope no_grad;
-  LayerPass pass;
+  LayerPass pass = LayerPass::over(*this);
   auto [w, s] = init_in_pass(*this, input, Key(), pass, name_);
   Stack zeros_in;
   for (const ShapeDtype& sd : input) zeros_in.push_back(zeros(sd.shape, sd.dtype));
-  LayerPass apply_pass;
+  LayerPass apply_pass = LayerPass::over(*this);
   const LayerResult r = apply_in_pass(*this, zeros_in, w, s, Key(), Mode::eval, apply_pass, name_);
   weights_ = saved_w;
   state_ = saved_s;
@@ -136,7 +160,7 @@ Signature Layer::output_signature(const Signature& input) {
 }
 
 LayerResult Layer::apply(const Stack& inputs, const Tree& weights, const Tree& state, Key rng, Mode mode) const {
-  LayerPass pass;
+  LayerPass pass = LayerPass::over(*this);
   return apply_in_pass(*this, inputs, weights, state, rng, mode, pass, name_);
 }
 

@@ -24,6 +24,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -68,12 +69,16 @@ struct LayerSummaryRow {
 };
 
 // Bookkeeping of one init or apply pass over a model: the path to the current layer (for
-// error messages), the weights of shared instances, and optionally the rows of a summary.
+// error messages), the instances that occur more than once and the weights their first
+// occurrence got, and optionally the rows of a summary. Start one with LayerPass::over(root).
 struct LayerPass {
   std::vector<std::string> path;
+  std::unordered_set<const Layer*> shared;  // instances met more than once in the model's tree
   std::unordered_map<const Layer*, Tree> shared_weights;
   bool error_annotated = false;
   std::vector<LayerSummaryRow>* summary = nullptr;
+
+  static LayerPass over(const Layer& root);
 };
 
 class Layer {

@@ -12,12 +12,12 @@ namespace ctrax {
 std::string summary(Layer& model, const Signature& input) {
   const Tree saved_w = model.weights(), saved_s = model.state();
   NoGradScope no_grad;
-  LayerPass init_pass;
+  LayerPass init_pass = LayerPass::over(model);
   auto [w, s] = Layer::init_in_pass(model, input, Key(), init_pass, model.name());
   Stack zeros_in;
   for (const ShapeDtype& sd : input) zeros_in.push_back(zeros(sd.shape, sd.dtype));
   std::vector<LayerSummaryRow> rows;
-  LayerPass pass;
+  LayerPass pass = LayerPass::over(model);
   pass.summary = &rows;
   Layer::apply_in_pass(model, zeros_in, w, s, Key(), Mode::eval, pass, model.name());
   model.set_weights(saved_w);
