@@ -283,7 +283,10 @@ LayerPtr Select(std::vector<int> indices, int n_in) {
   if (n_in < 0) n_in = max_index + 1;
   CTRAX_REQUIRE(max_index < n_in, "Select: index ", max_index, " is out of range for n_in = ", n_in);
   std::string name = "Select[";
-  for (size_t k = 0; k < indices.size(); ++k) name += (k ? "," : "") + std::to_string(indices[k]);
+  for (size_t k = 0; k < indices.size(); ++k) {
+    if (k) name += ',';
+    name += std::to_string(indices[k]);
+  }
   name += "]";
   const int n_out = static_cast<int>(indices.size());
   return Fn(std::move(name), [indices = std::move(indices)](const Stack& in) {
