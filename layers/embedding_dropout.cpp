@@ -35,7 +35,7 @@ class EmbeddingLayer final : public Layer {
     check_ids_dtype(ids.dtype());
     const Tensor& table = weights["embedding"].leaf();
     if (table.rank() != 2 || table.size(0) != vocab_size_)
-      fail("the embedding table has shape " + shape_text(table.shape()) +
+      fail("the embedding table has shape " + ctrax::to_string(table.shape()) +
            ", expected [" + std::to_string(vocab_size_) + ", d]");
     if (ids.numel() > 0) {
       const int64_t lo = min(ids).item<int64_t>(), hi = max(ids).item<int64_t>();
@@ -52,11 +52,6 @@ class EmbeddingLayer final : public Layer {
  private:
   void check_ids_dtype(DType dtype) const {
     if (!is_integer(dtype)) fail(std::string("ids have dtype ") + dtype_name(dtype) + ", expected an integer dtype");
-  }
-  static std::string shape_text(const Shape& s) {
-    std::string t = "[";
-    for (int i = 0; i < s.rank(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-    return t + "]";
   }
 
   int64_t vocab_size_;

@@ -49,7 +49,10 @@ void Layer::fail(const std::string& what) const { CTRAX_THROW(what); }
 namespace {
 std::string join_path(const std::vector<std::string>& path) {
   std::string s;
-  for (size_t i = 0; i < path.size(); ++i) s += (i ? " > " : "") + path[i];
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (i) s += " > ";
+    s += path[i];
+  }
   return s;
 }
 
