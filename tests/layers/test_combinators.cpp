@@ -229,3 +229,26 @@ TEST_CASE("layers: Fn takes n_in from the function's arity") {
   check_error([] { Fn("Twice", [](const Tensor& a) { return mul(a, 2.0); }, 2); },
               {"a function returning one Tensor has n_out = 1, got 2"});
 }
+
+TEST_CASE("layers: gradients flow through nested combinators") {
+  // Residual(Branch(Dense, Tanh) -> Concatenate -> Dense), then a Gate against two more heads.
+  LayerPtr model = Serial({Residual({Branch({Dense(3), Tanh()}), Concatenate(2, -1), Dense(3)}),
+                           Branch({Fn("Gate_input", [](const Tensor& x) { return sigmoid(x); }), Dense(3), Swish()}),
+                           Gate(), Select({0, 0}), Multiply()},
+                          "Nested");
+  const Tensor x = test::random_tensor(Shape{2, 3}, DType::float64, 21);
+  auto [w, s] = model->init({ShapeDtype::of(x)}, Key(5));
+  const Tree structure = w;
+  std::vector<Tensor> inputs{x};
+  for (const Tensor& t : w.leaves()) inputs.push_back(t);
+  const GradcheckResult r = gradcheck(
+      [&](const std::vector<Tensor>& in) {
+        const std::vector<Tensor> leaves(in.begin() + 1, in.end());
+        return model->apply({in[0]}, structure.with_leaves(leaves), s).outputs[0];
+      },
+      inputs);
+  INFO(r.message);
+  CHECK(r.ok);
+  CHECK(model->n_in() == 1);
+  CHECK(model->n_out() == 1);
+}
