@@ -126,7 +126,7 @@ TEST_CASE("layers: Dropout gradient by gradcheck is the scaled mask") {
   CHECK_MESSAGE(r.ok, r.message);
 }
 
-TEST_CASE("layers: Dropout rejects rates outside [0, 1) and integer inputs") {
+TEST_CASE("layers: Dropout rejects rates outside 0 to 1 (1 excluded) and integer inputs") {
   check_error([&] { Dropout(1.0); }, {"Dropout: rate must be in [0, 1), got 1"});
   check_error([&] { Dropout(-0.1); }, {"Dropout: rate must be in [0, 1)"});
   check_error([&] { Dropout(std::nan("")); }, {"Dropout: rate must be in [0, 1)"});
