@@ -147,19 +147,28 @@ class RecordingPause {
 
 }  // namespace detail
 
+namespace detail {
+// The recording path shared by traced_op and traced_list_op: compute with recording paused, then
+// report one node.
+template <typename Compute, typename MakeAttrs>
+Tensor compute_and_record(OpId op, std::span<const Tensor* const> in, Compute& compute, MakeAttrs& make_attrs) {
+  Tensor out;
+  {
+    RecordingPause pause;
+    out = compute();
+  }
+  trace_state().recorder->record(op, in, std::span<Tensor>(&out, 1), make_attrs());
+  return out;
+}
+}  // namespace detail
+
 // Runs compute() and, when autodiff watches one of `inputs`, reports the result as one node
 // `op`. The ops compute() calls are not reported. `make_attrs` is called only when recording.
 template <typename Compute, typename MakeAttrs>
 Tensor traced_op(OpId op, std::initializer_list<const Tensor*> inputs, Compute&& compute, MakeAttrs&& make_attrs) {
   const std::span<const Tensor* const> in(inputs.begin(), inputs.size());
   if (!detail::any_traced(in)) return compute();
-  Tensor out;
-  {
-    detail::RecordingPause pause;
-    out = compute();
-  }
-  detail::trace_state().recorder->record(op, in, std::span<Tensor>(&out, 1), make_attrs());
-  return out;
+  return detail::compute_and_record(op, in, compute, make_attrs);
 }
 
 template <typename Compute>
@@ -175,13 +184,7 @@ Tensor traced_list_op(OpId op, const std::vector<Tensor>& inputs, Compute&& comp
   in.reserve(inputs.size());
   for (const Tensor& t : inputs) in.push_back(&t);
   if (!detail::any_traced(in)) return compute();
-  Tensor out;
-  {
-    detail::RecordingPause pause;
-    out = compute();
-  }
-  detail::trace_state().recorder->record(op, in, std::span<Tensor>(&out, 1), make_attrs());
-  return out;
+  return detail::compute_and_record(op, in, compute, make_attrs);
 }
 
 // For ops with a variable number of inputs or outputs (concatenate, stack, split, topk).
