@@ -16,7 +16,7 @@ set(CTRAX_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/ctrax CACHE STRING
 mark_as_advanced(CTRAX_INSTALL_CMAKEDIR)
 
 # Source folders whose headers form the public API. Add new layers here.
-set(CTRAX_HEADER_FOLDERS kernels tensor autograd layers optim rl)
+set(CTRAX_HEADER_FOLDERS kernels tensor autograd io layers optim rl)
 
 get_target_property(_ctrax_type ctrax TYPE)
 

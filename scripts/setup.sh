@@ -17,6 +17,8 @@ packages=(
   libcli11-dev        # command-line parsing (tools)
   libtomlplusplus-dev # TOML configs
   gnuplot-nox         # plots of benchmark and training results
+  clang               # the libFuzzer target of the checkpoint loader (tests/fuzz/)
+  libclang-rt-14-dev  # libFuzzer's runtime for bookworm's clang 14
 )
 
 missing=()

@@ -1,0 +1,95 @@
+// A directory of numbered checkpoints: tensors in safetensors files plus a JSON manifest each.
+//
+// What it is for: the durable state of anything that trains (optim/trainer.h, the RL trainers):
+// weights, model state, optimizer slots, counters, rng keys. It knows nothing about models; a
+// checkpoint is a set of named tensors plus a few named scalar fields. What it is not for:
+// exchanging a model with Python (use io/safetensors.h directly for that; the tensor file of a
+// checkpoint is a plain safetensors file too, so Python can read it).
+//
+// Files of the checkpoint of step S in the directory (S zero-padded to 10 digits):
+//   checkpoint-S.safetensors   the tensors;
+//   checkpoint-S.json          the manifest: {"format": "ctrax-checkpoint", "version": 1,
+//                              "step": S, "tensors_file": ..., "tensors_bytes": ...,
+//                              "tensors_checksum": "<FNV-1a 64 of the tensor file, hex>",
+//                              "fields": {...}}.
+// Saving writes the tensor file, then the manifest, each atomically (io/atomic_file.h). The
+// manifest is the commit point: a checkpoint exists once its manifest exists, and its tensor
+// file was complete and durable before that. So a crash at any moment leaves every earlier
+// checkpoint intact and loadable, and at worst a stray tensor file or temporary without a
+// manifest, which readers ignore and the next save removes. Only after a commit are the
+// checkpoints beyond the newest keep_last deleted.
+//
+// Loading checks the manifest (format, version, step, file name inside the directory), the
+// tensor file's size and checksum against the manifest, then the safetensors structure
+// (io/safetensors.h). Any failure throws ctrax::Error naming the file and the reason.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "../tensor/tensor.h"
+
+namespace ctrax::io {
+
+inline constexpr int kCheckpointFormatVersion = 1;
+
+// The scalar fields a checkpoint carries besides tensors (counters, rng words, names).
+using ManifestValue = std::variant<bool, int64_t, double, std::string>;
+using ManifestFields = std::map<std::string, ManifestValue>;
+
+struct Checkpoint {
+  int64_t step = 0;
+  std::map<std::string, Tensor> tensors;
+  ManifestFields fields;
+  std::filesystem::path manifest_path;
+
+  // The field `name` as the given type; throws ctrax::Error naming the manifest, the field and
+  // what it holds when it is missing or of another type.
+  int64_t int_field(const std::string& name) const;
+  double double_field(const std::string& name) const;  // accepts integers too
+  bool bool_field(const std::string& name) const;
+  const std::string& string_field(const std::string& name) const;
+  // The tensor `name`; throws ctrax::Error when the checkpoint has none of that name.
+  const Tensor& tensor(const std::string& name) const;
+};
+
+class CheckpointDirectory {
+ public:
+  // Creates `directory` (and parents) if needed; throws ctrax::Error when it cannot be created
+  // or written. keep_last >= 1 checkpoints are kept.
+  explicit CheckpointDirectory(std::filesystem::path directory, int keep_last = 3);
+
+  const std::filesystem::path& directory() const { return directory_; }
+  int keep_last() const { return keep_last_; }
+
+  // Saves the checkpoint of `step` (>= 0), replacing one of the same step; returns the
+  // manifest's path. Removes stale temporaries and uncommitted tensor files first, and the
+  // oldest checkpoints beyond keep_last after the commit.
+  std::filesystem::path save(int64_t step, const std::map<std::string, Tensor>& tensors,
+                             const ManifestFields& fields = {});
+
+  // Steps of the committed checkpoints (those with a manifest), ascending.
+  std::vector<int64_t> steps() const;
+  std::optional<int64_t> latest_step() const;
+
+  // Loads the checkpoint of `step`, validating everything (see above).
+  Checkpoint load(int64_t step) const;
+  // The newest committed checkpoint, or nullopt when there is none. A newest checkpoint that
+  // fails validation throws (it is never silently skipped).
+  std::optional<Checkpoint> load_latest() const;
+
+ private:
+  std::filesystem::path directory_;
+  int keep_last_;
+};
+
+// FNV-1a (64-bit) over a byte range, as the manifest's checksum uses. Detects torn or corrupted
+// files; not a defence against deliberate tampering.
+uint64_t fnv1a64(const void* data, size_t size, uint64_t seed = 0xcbf29ce484222325ULL);
+
+}  // namespace ctrax::io

@@ -1,0 +1,93 @@
+// safetensors: named tensors in one file that Python's safetensors library (and PyTorch, JAX,
+// Hugging Face tooling) reads and writes.
+//
+// What it is for: the tensor payload of checkpoints (io/checkpoint.h) and exchanging weights
+// with Python. What it is not for: memory-mapping huge models (the loader copies each tensor
+// into ctrax storage), or dtypes ctrax has no tensor for (F16, BF16, U8, ... are refused).
+//
+// The format (https://github.com/huggingface/safetensors, "Format"):
+//   bytes 0..7   N, the header size, an unsigned 64-bit little-endian integer;
+//   bytes 8..8+N a UTF-8 JSON object: for each tensor
+//                  "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}
+//                and optionally "__metadata__": {string: string};
+//   the rest     the data buffer; [begin, end) are byte offsets into it, each tensor row-major
+//                and little-endian.
+// ctrax writes the header padded with spaces to a multiple of 8 bytes (so the data is
+// aligned), the tensors in name order, contiguous from offset 0.
+//
+// Loading trusts nothing. parse_safetensors_header checks, before any tensor is allocated:
+// the file is long enough for the size prefix and the header; the header size is at most
+// kMaxSafetensorsHeaderBytes; the header is a JSON object with no duplicate names; every entry
+// has exactly a known dtype, a shape of at most 8 non-negative dimensions, and two offsets;
+// shape and dtype agree with the byte length (with overflow-checked arithmetic); and the
+// tensors, sorted by offset, tile the data buffer exactly: the first starts at 0, each starts
+// where the previous ended (no overlap, no gap, no out-of-order offsets) and the last ends at
+// the end of the file. Any failure throws ctrax::Error "<file>: <reason>". Because every size
+// is checked against the real file size first, a hostile header can never make the loader
+// allocate more than the file holds.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "../tensor/dtype.h"
+#include "../tensor/tensor.h"
+
+namespace ctrax::io {
+
+// Larger headers are refused (the Python library uses the same limit).
+inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
+
+// One tensor as the header describes it.
+struct SafetensorsEntry {
+  std::string name;
+  DType dtype = DType::float32;
+  std::vector<int64_t> shape;
+  uint64_t begin = 0;  // byte offsets into the data buffer (relative to its start)
+  uint64_t end = 0;
+};
+
+// A validated header.
+struct SafetensorsIndex {
+  uint64_t data_start = 0;                      // 8 + header size: where the data buffer begins
+  std::vector<SafetensorsEntry> entries;        // sorted by begin offset
+  std::map<std::string, std::string> metadata;  // "__metadata__", if any
+};
+
+// Parses and validates the header of a safetensors file of `file_size` bytes whose first bytes
+// are `file_prefix` (at least the first 8 + N bytes, or the whole file when shorter). `source`
+// names the file in error messages. Depends on nothing but the JSON parser, so the fuzz target
+// (tests/fuzz/) drives it directly.
+SafetensorsIndex parse_safetensors_header(std::span<const uint8_t> file_prefix, uint64_t file_size,
+                                          const std::string& source);
+
+// safetensors dtype names ("F32", "F64", "I32", "I64", "BOOL") and back; the second throws
+// ctrax::Error listing the supported names.
+const char* safetensors_dtype_name(DType dtype);
+DType dtype_from_safetensors_name(const std::string& name, const std::string& source);
+
+struct SafetensorsContents {
+  std::map<std::string, Tensor> tensors;
+  std::map<std::string, std::string> metadata;
+};
+
+// Writes `tensors` (any strides; written row-major) and `metadata` to `path` atomically
+// (io/atomic_file.h): a reader sees the old file or the new one, never a mix. Throws
+// ctrax::Error for an empty name, a name "__metadata__", a non-CPU tensor, or I/O failure.
+void save_safetensors(const std::filesystem::path& path, const std::map<std::string, Tensor>& tensors,
+                      const std::map<std::string, std::string>& metadata = {});
+
+// The bytes save_safetensors writes (for tests and for in-memory use).
+std::string encode_safetensors(const std::map<std::string, Tensor>& tensors,
+                               const std::map<std::string, std::string>& metadata = {});
+
+// Reads and validates a whole file (see above); each tensor is a new contiguous CPU tensor.
+SafetensorsContents load_safetensors(const std::filesystem::path& path);
+// The same from bytes in memory; `source` names them in error messages.
+SafetensorsContents decode_safetensors(std::span<const uint8_t> bytes, const std::string& source);
+
+}  // namespace ctrax::io
