@@ -1,0 +1,269 @@
+// Optimizer: the tree walk, validation, global-norm clipping and statistics (see optimizer.h).
+//
+// An update walks the three trees (weights, gradients, slots) three times, recursing over
+// Tree::list() and Tree::dict() by reference: once to check everything, once for the
+// gradients' global norm, once to update each weight. The walks build no paths and copy no
+// trees: the path of a node is a chain of PathLinks on the stack, turned into a string only
+// when an error is reported. The slots of one weight are handed to update_weight in a
+// thread-local vector whose capacity survives between calls, so a steady-state update
+// allocates nothing (tensor handles are copied into it, which costs a reference count each).
+// So an update_weight must not itself run an update on the same thread.
+#include "optimizer.h"
+
+#include <cmath>
+#include <functional>
+#include <sstream>
+
+#include "../kernels/optimizer_steps.h"
+
+namespace ctrax {
+
+namespace {
+
+// One step of a path: a list index or a dict key, and the step before it.
+struct PathLink {
+  const PathLink* parent;
+  size_t index;
+  const std::string* key;  // null for a list index
+};
+
+void append_path(std::ostringstream& out, const PathLink* link) {
+  if (link == nullptr) return;
+  if (link->parent) {
+    append_path(out, link->parent);
+    out << '/';
+  }
+  if (link->key) out << *link->key;
+  else out << link->index;
+}
+
+// "'0/encoder/kernel'", or "the root" for a tree that is a single leaf.
+std::string where(const PathLink* link) {
+  if (link == nullptr) return "the root";
+  std::ostringstream out;
+  out << '\'';
+  append_path(out, link);
+  out << '\'';
+  return out.str();
+}
+
+// "a tensor float32[3, 4]", "a list of 2 items", "a dict with keys (a, b)".
+std::string describe(const Tree& t) {
+  std::ostringstream out;
+  if (t.is_leaf()) {
+    if (t.leaf().defined()) out << "a tensor " << t.leaf().dtype() << t.leaf().shape();
+    else out << "an undefined tensor";
+  } else if (t.is_list()) {
+    out << "a list of " << t.list().size() << (t.list().size() == 1 ? " item" : " items");
+  } else {
+    out << "a dict with keys (";
+    bool first = true;
+    for (const auto& [key, child] : t.dict()) {
+      out << (first ? "" : ", ") << key;
+      first = false;
+    }
+    out << ")";
+  }
+  return out.str();
+}
+
+bool same_kind(const Tree& a, const Tree& b) {
+  return a.is_leaf() == b.is_leaf() && a.is_list() == b.is_list() && a.is_dict() == b.is_dict();
+}
+
+// True when both dicts have the same keys (std::map keeps them sorted, so in the same order).
+bool same_keys(const Tree::Dict& a, const Tree::Dict& b) {
+  if (a.size() != b.size()) return false;
+  for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib)
+    if (ia->first != ib->first) return false;
+  return true;
+}
+
+bool is_float(DType dtype) { return dtype == DType::float32 || dtype == DType::float64; }
+
+// The gradient as contiguous memory: itself, or (a non-contiguous view) a copy.
+Tensor contiguous_gradient(const Tensor& g) { return g.is_contiguous() ? g : g.contiguous(); }
+
+double sum_of_squares(const Tensor& g) {
+  const Tensor c = contiguous_gradient(g);
+  if (c.dtype() == DType::float32) return kernels::sum_of_squares(c.data<float>(), c.numel());
+  return kernels::sum_of_squares(c.data<double>(), c.numel());
+}
+
+double gradient_sum_of_squares(const Tree& g) {
+  if (g.is_leaf()) return sum_of_squares(g.leaf());
+  double sum = 0;
+  if (g.is_list()) {
+    for (const Tree& child : g.list()) sum += gradient_sum_of_squares(child);
+  } else {
+    for (const auto& [key, child] : g.dict()) sum += gradient_sum_of_squares(child);
+  }
+  return sum;
+}
+
+// The slot vector handed to update_weight, reused between calls (see the file comment).
+std::vector<Tensor>& slot_scratch() {
+  thread_local std::vector<Tensor> scratch;
+  return scratch;
+}
+
+// Empties the scratch even when update_weight throws, so it holds no tensor between updates.
+struct ScratchGuard {
+  std::vector<Tensor>& slots;
+  ~ScratchGuard() { slots.clear(); }
+};
+
+void init_walk(const Tree& w, Tree& out, const PathLink* path, const Optimizer& opt,
+               const std::function<std::vector<Tensor>(const Tensor&)>& init_slots) {
+  if (w.is_leaf()) {
+    const Tensor& weight = w.leaf();
+    CTRAX_REQUIRE(weight.defined(), opt.name(), ".init: the weight at ", where(path), " is undefined");
+    CTRAX_REQUIRE(is_float(weight.dtype()), opt.name(), ".init: the weight at ", where(path), " has dtype ",
+                  weight.dtype(), "; weights must be float32 or float64");
+    Tree::List slots;
+    for (Tensor& s : init_slots(weight)) slots.emplace_back(std::move(s));
+    out = Tree(std::move(slots));
+  } else if (w.is_list()) {
+    Tree::List items(w.list().size());
+    for (size_t i = 0; i < items.size(); ++i) {
+      const PathLink link{path, i, nullptr};
+      init_walk(w.list()[i], items[i], &link, opt, init_slots);
+    }
+    out = Tree(std::move(items));
+  } else {
+    Tree::Dict items;
+    for (const auto& [key, child] : w.dict()) {
+      const PathLink link{path, 0, &key};
+      init_walk(child, items[key], &link, opt, init_slots);
+    }
+    out = Tree(std::move(items));
+  }
+}
+
+}  // namespace
+
+Optimizer::Optimizer(double learning_rate, std::optional<double> clip_grad_norm)
+    : learning_rate_(learning_rate), clip_grad_norm_(clip_grad_norm) {
+  CTRAX_REQUIRE(std::isfinite(learning_rate) && learning_rate >= 0,
+                "Optimizer: learning_rate must be >= 0 and finite, got ", learning_rate);
+  CTRAX_REQUIRE(!clip_grad_norm || (std::isfinite(*clip_grad_norm) && *clip_grad_norm > 0),
+                "Optimizer: clip_grad_norm must be > 0 and finite when set, got ", clip_grad_norm.value_or(0));
+}
+
+void Optimizer::require_hyperparameter(bool ok, const char* what, const char* rule, double value) const {
+  CTRAX_REQUIRE(ok, name(), ": ", what, " must be ", rule, ", got ", value);
+}
+
+size_t Optimizer::num_slots(const Tensor& weight) const { return init_slots(weight).size(); }
+
+Shape Optimizer::slot_shape(const Tensor& weight, size_t index) const {
+  const std::vector<Tensor> slots = init_slots(weight);
+  CTRAX_CHECK(index < slots.size(), "slot ", index, " of ", slots.size());
+  return slots[index].shape();
+}
+
+Tree Optimizer::init(const Tree& weights) const {
+  Tree out;
+  init_walk(weights, out, nullptr, *this, [this](const Tensor& w) { return init_slots(w); });
+  return out;
+}
+
+OptimizerStats Optimizer::update(int64_t step, double learning_rate, const Tree& gradients, Tree& weights,
+                                 Tree& slots) const {
+  CTRAX_REQUIRE(step >= 0, name(), ".update: step must be >= 0 (steps count from 0), got ", step);
+  require_hyperparameter(std::isfinite(learning_rate) && learning_rate >= 0, "learning_rate", ">= 0 and finite",
+                         learning_rate);
+  check_learning_rate(learning_rate);
+
+  // 1. Everything is checked before anything is modified. (The walks are lambdas so that they
+  // may call the protected virtuals.)
+  const auto check_leaf = [this](const Tensor& g, const Tensor& w, const Tree& s, const PathLink* path) {
+    CTRAX_REQUIRE(w.defined(), name(), ".update: the weight at ", where(path), " is undefined");
+    CTRAX_REQUIRE(is_float(w.dtype()), name(), ".update: the weight at ", where(path), " has dtype ", w.dtype(),
+                  "; weights must be float32 or float64");
+    CTRAX_REQUIRE(w.device().is_cpu(), name(), ".update: the weight at ", where(path), " is on ", w.device(),
+                  "; the optimizers update CPU tensors");
+    CTRAX_REQUIRE(w.is_contiguous(), name(), ".update: the weight at ", where(path), " (", w.dtype(), w.shape(),
+                  ") is not contiguous; weights are updated in place and must be contiguous");
+    CTRAX_REQUIRE(g.defined(), name(), ".update: the gradient at ", where(path), " is undefined");
+    CTRAX_REQUIRE(g.shape() == w.shape(), name(), ".update: the gradient at ", where(path), " has shape ", g.shape(),
+                  ", the weight ", w.shape());
+    CTRAX_REQUIRE(g.dtype() == w.dtype(), name(), ".update: the gradient at ", where(path), " has dtype ", g.dtype(),
+                  ", the weight ", w.dtype());
+    CTRAX_REQUIRE(g.device() == w.device(), name(), ".update: the gradient at ", where(path), " is on ", g.device(),
+                  ", the weight on ", w.device());
+    const size_t n = num_slots(w);
+    CTRAX_REQUIRE(s.is_list() && s.list().size() == n, name(), ".update: the slots of the weight at ", where(path),
+                  " must be a list of ", n, n == 1 ? " tensor" : " tensors", ", got ", describe(s));
+    for (size_t k = 0; k < n; ++k) {
+      const Tree& node = s.list()[k];
+      CTRAX_REQUIRE(node.is_leaf() && node.leaf().defined(), name(), ".update: slot ", k, " of the weight at ",
+                    where(path), " must be a tensor, got ", describe(node));
+      const Tensor& slot = node.leaf();
+      const Shape expected = slot_shape(w, k);
+      CTRAX_REQUIRE(slot.shape() == expected && slot.dtype() == w.dtype(), name(), ".update: slot ", k,
+                    " of the weight at ", where(path), " is ", slot.dtype(), slot.shape(), ", expected ", w.dtype(),
+                    expected);
+      CTRAX_REQUIRE(slot.device() == w.device() && slot.is_contiguous(), name(), ".update: slot ", k,
+                    " of the weight at ", where(path), " must be a contiguous tensor on ", w.device());
+    }
+  };
+  const auto check = [&](const auto& self, const Tree& g, const Tree& w, const Tree& s, const PathLink* path) -> void {
+    if (!same_kind(w, g) || (w.is_list() && w.list().size() != g.list().size()) ||
+        (w.is_dict() && !same_keys(w.dict(), g.dict())))
+      CTRAX_THROW(name(), ".update: the gradients do not match the weights at ", where(path), ": the weights have ",
+                  describe(w), ", the gradients ", describe(g));
+    if (w.is_leaf()) return check_leaf(g.leaf(), w.leaf(), s, path);
+    if (!same_kind(w, s) || (w.is_list() && w.list().size() != s.list().size()) ||
+        (w.is_dict() && !same_keys(w.dict(), s.dict())))
+      CTRAX_THROW(name(), ".update: the slots do not match the weights at ", where(path), ": the weights have ",
+                  describe(w), ", the slots ", describe(s), " (each weight's slots are a list in its place)");
+    if (w.is_list()) {
+      for (size_t i = 0; i < w.list().size(); ++i) {
+        const PathLink link{path, i, nullptr};
+        self(self, g.list()[i], w.list()[i], s.list()[i], &link);
+      }
+    } else {
+      auto ig = g.dict().begin(), is = s.dict().begin();
+      for (const auto& [key, child] : w.dict()) {
+        const PathLink link{path, 0, &key};
+        self(self, (ig++)->second, child, (is++)->second, &link);
+      }
+    }
+  };
+  check(check, gradients, weights, slots, nullptr);
+
+  // 2. The global norm, and the clipping factor.
+  OptimizerStats stats;
+  stats.gradients_l2 = std::sqrt(gradient_sum_of_squares(gradients));
+  double scale = 1.0;
+  if (clip_grad_norm_ && stats.gradients_l2 > *clip_grad_norm_) {
+    scale = *clip_grad_norm_ / stats.gradients_l2;
+    stats.clipped = true;
+  }
+
+  // 3. One fused pass per weight.
+  std::vector<Tensor>& scratch = slot_scratch();
+  const ScratchGuard guard{scratch};
+  const auto apply = [&](const auto& self, const Tree& g, Tree& w, Tree& s) -> double {
+    if (w.is_leaf()) {
+      scratch.clear();
+      for (const Tree& slot : s.list()) scratch.push_back(slot.leaf());
+      return update_weight(step, learning_rate, scale, contiguous_gradient(g.leaf()), w.leaf(), scratch);
+    }
+    double sum = 0;
+    if (w.is_list()) {
+      Tree::List& ws = w.list();
+      for (size_t i = 0; i < ws.size(); ++i) sum += self(self, g.list()[i], ws[i], s.list()[i]);
+    } else {
+      auto ig = g.dict().begin();
+      auto is = s.dict().begin();
+      for (auto& [key, child] : w.dict()) sum += self(self, (ig++)->second, child, (is++)->second);
+    }
+    return sum;
+  };
+  stats.weights_l2 = std::sqrt(apply(apply, gradients, weights, slots));
+  return stats;
+}
+
+}  // namespace ctrax

@@ -1,0 +1,101 @@
+// Optimizer: updates a tree of weights from a tree of gradients, with per-weight slots.
+//
+// What it is for: the update rule of training (optim/trainer.h, the RL trainers). The weights,
+// gradients and slots are Trees (tensor/tree.h) of the same structure; each optimizer defines
+// the slots of one weight tensor and the update of one weight, and this base class walks the
+// trees, applies global-norm gradient clipping and reports norms. What it is not for:
+// producing gradients (autograd/grad.h does that) or choosing the learning rate (a schedule,
+// optim/schedules.h, gives it to update() each step, as Trax's Trainer injects it).
+//
+// Slots: init(weights) returns a tree with the weights' structure in which each weight leaf is
+// replaced by the list of its slots (Adam: [m, v]; SGD: []), so a slot's path is
+// "<weight path>/<slot index>" (the names checkpoints store it under).
+//
+// Cost: each update makes one fused pass over each weight's memory (the weight, its gradient
+// and its slots are read and written in the same loop, kernels/optimizer_steps.h), plus one
+// read-only pass over the gradients for their global norm. The walk allocates nothing, so in a
+// steady state an update allocates nothing. (Adafactor, which needs row and column means
+// before it can update, makes three passes; see optim/adafactor.h.)
+//
+// Weights are updated in place: every handle to a weight tensor (a layer's own weights, a
+// copy of the tree) sees the new values. Weights must be contiguous float32 or float64
+// tensors; gradients must have their weights' shapes and dtypes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../tensor/tensor.h"
+#include "../tensor/tree.h"
+
+namespace ctrax {
+
+// Reported by every update, before the weights change (Trax's tree_update stats).
+struct OptimizerStats {
+  double gradients_l2 = 0;  // global L2 norm of the gradients, before clipping
+  double weights_l2 = 0;    // global L2 norm of the weights before the update
+  bool clipped = false;     // whether global-norm clipping scaled the gradients
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+
+  // "Adam", "SGD", ...
+  virtual const char* name() const = 0;
+  // The learning rate the optimizer was configured with (Trax's default unless set); the
+  // trainers use it when no schedule is given.
+  double learning_rate() const { return learning_rate_; }
+  // Global-norm clipping threshold (Trax's clip_grad_norm); nullopt when off.
+  std::optional<double> clip_grad_norm() const { return clip_grad_norm_; }
+
+  // Slots for these weights, all zero (or the optimizer's documented initial value).
+  Tree init(const Tree& weights) const;
+
+  // One step: updates `weights` and `slots` in place. `step` counts from 0 (Adam's bias
+  // correction uses step + 1). When clipping is on and the gradients' global norm g exceeds
+  // the threshold c, every gradient is scaled by c / g. Throws ctrax::Error naming the path of
+  // the first weight whose gradient or slots do not match (structure, shape or dtype), or
+  // whose weight is not a contiguous float tensor, before anything is modified. A gradient
+  // may be a non-contiguous view: it is then copied to contiguous memory (once for the norm,
+  // once for the update), the one case in which an update allocates. A NaN norm never clips
+  // (the NaN reaches the weights either way, as in Trax).
+  OptimizerStats update(int64_t step, double learning_rate, const Tree& gradients, Tree& weights, Tree& slots) const;
+
+ protected:
+  // `learning_rate` must be >= 0 and finite; clip_grad_norm, when set, > 0 and finite. (The
+  // error says "Optimizer: ...": name() is not the subclass's yet while the base is built.)
+  Optimizer(double learning_rate, std::optional<double> clip_grad_norm);
+
+  // The slots of one weight tensor.
+  virtual std::vector<Tensor> init_slots(const Tensor& weight) const = 0;
+  // The number of slots of `weight` and the shape of slot `index` (slots have their weight's
+  // dtype): update() checks the slots against these before it modifies anything. The defaults
+  // ask init_slots, which allocates; the optimizers here override them with arithmetic on the
+  // weight's shape so that an update allocates nothing.
+  virtual size_t num_slots(const Tensor& weight) const;
+  virtual Shape slot_shape(const Tensor& weight, size_t index) const;
+  // Checks what depends on the learning rate given to update() (AdamW: lr * weight_decay < 1),
+  // before anything is modified; update() has already checked that it is >= 0 and finite.
+  virtual void check_learning_rate(double learning_rate) const {}
+  // Updates one weight and its slots. The gradient is to be multiplied by grad_scale (1, or
+  // the clipping factor) inside the loop. Returns the sum of squares of the weight's values
+  // before the update (computed in the same pass, for OptimizerStats::weights_l2). update()
+  // has checked everything first: the weight is a contiguous float32 or float64 CPU tensor, the
+  // gradient is contiguous with its shape and dtype, and the slots match num_slots/slot_shape
+  // and are contiguous.
+  virtual double update_weight(int64_t step, double learning_rate, double grad_scale, const Tensor& gradient,
+                               Tensor& weight, std::vector<Tensor>& slots) const = 0;
+
+  // Throws ctrax::Error "<name>: <what> must be <rule>, got <value>" (hyperparameter checks
+  // for the subclasses' constructors).
+  void require_hyperparameter(bool ok, const char* what, const char* rule, double value) const;
+
+ private:
+  double learning_rate_;
+  std::optional<double> clip_grad_norm_;
+};
+
+}  // namespace ctrax
