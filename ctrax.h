@@ -1,6 +1,6 @@
 // ctrax.h: the umbrella header. Including it gives the whole public API built so far:
-// tensors and their ops, weight trees, random numbers, autodiff, layers, and the kernel
-// backends' controls.
+// tensors and their ops, weight trees, random numbers, autodiff, file formats and checkpoints,
+// layers, optimizers, schedules and the supervised Trainer, and the kernel backends' controls.
 //
 // What it is not for: inside the library itself, which includes the specific headers it
 // needs (so that the dependency direction kernels <- tensor <- autograd <- ... stays visible).
@@ -10,6 +10,9 @@
 #include "autograd/grad.h"
 #include "autograd/gradcheck.h"
 #include "autograd/tape.h"
+#include "io/atomic_file.h"
+#include "io/checkpoint.h"
+#include "io/safetensors.h"
 #include "kernels/check.h"
 #include "kernels/gemm.h"
 #include "kernels/parallel.h"
@@ -24,6 +27,15 @@
 #include "layers/models.h"
 #include "layers/normalization.h"
 #include "layers/summary.h"
+#include "optim/adafactor.h"
+#include "optim/adam.h"
+#include "optim/metrics_log.h"
+#include "optim/momentum.h"
+#include "optim/optimizer.h"
+#include "optim/rmsprop.h"
+#include "optim/schedules.h"
+#include "optim/sgd.h"
+#include "optim/trainer.h"
 #include "tensor/device.h"
 #include "tensor/dtype.h"
 #include "tensor/ops.h"

@@ -1,0 +1,351 @@
+// Trainer: see trainer.h. The step is value_and_grad of "model, then loss" with respect to the
+// weights, followed by the optimizer's in-place update; checkpoints are io/checkpoint.h
+// directories whose tensor names are the trees' paths.
+#include "trainer.h"
+
+#include <cmath>
+#include <system_error>
+#include <utility>
+
+#include "../autograd/grad.h"
+#include "../io/checkpoint.h"
+#include "../kernels/check.h"
+#include "../layers/metrics.h"
+#include "../tensor/ops.h"
+#include "adam.h"
+
+namespace ctrax {
+
+namespace {
+
+constexpr const char* kCheckpointKind = "ctrax.Trainer";
+
+// "weights" + "/" + path, or "weights" for a leaf at the root.
+std::string tensor_name(const std::string& prefix, const std::string& path) {
+  return path.empty() ? prefix : prefix + "/" + path;
+}
+
+void add_tree(std::map<std::string, Tensor>& out, const std::string& prefix, const Tree& tree) {
+  const std::vector<Tensor> leaves = tree.leaves();
+  const std::vector<std::string> paths = tree.paths();
+  for (size_t i = 0; i < leaves.size(); ++i) out.emplace(tensor_name(prefix, paths[i]), leaves[i]);
+}
+
+// The tree shaped like `like` whose leaves are the checkpoint's tensors "<prefix>/<path>"; every
+// name, shape and dtype must match and the checkpoint must hold no other "<prefix>/..." tensor.
+Tree tree_from_checkpoint(const io::Checkpoint& checkpoint, const std::string& prefix, const Tree& like,
+                          const char* what) {
+  const std::vector<Tensor> expected = like.leaves();
+  const std::vector<std::string> paths = like.paths();
+  std::vector<Tensor> leaves;
+  leaves.reserve(expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const std::string name = tensor_name(prefix, paths[i]);
+    auto it = checkpoint.tensors.find(name);
+    CTRAX_REQUIRE(it != checkpoint.tensors.end(), "Trainer: checkpoint ", checkpoint.manifest_path.string(),
+                  " has no tensor ", name, ", which the ", what, " needs (is it from another model?)");
+    const Tensor& t = it->second;
+    CTRAX_REQUIRE(t.dtype() == expected[i].dtype() && t.shape() == expected[i].shape(), "Trainer: checkpoint ",
+                  checkpoint.manifest_path.string(), ": tensor ", name, " is ", dtype_name(t.dtype()),
+                  to_string(t.shape()), ", the ", what, " expects ", dtype_name(expected[i].dtype()),
+                  to_string(expected[i].shape()));
+    leaves.push_back(t);
+  }
+  size_t count = 0;
+  const std::string head = prefix + "/";
+  for (const auto& [name, t] : checkpoint.tensors) {
+    if (name == prefix || name.compare(0, head.size(), head) == 0) ++count;
+  }
+  if (count != expected.size()) {
+    for (const auto& [name, t] : checkpoint.tensors) {
+      if (name != prefix && name.compare(0, head.size(), head) != 0) continue;
+      bool known = false;
+      for (const std::string& p : paths) known = known || tensor_name(prefix, p) == name;
+      CTRAX_REQUIRE(known, "Trainer: checkpoint ", checkpoint.manifest_path.string(), " has a tensor ", name,
+                    " that the ", what, " does not have (is it from another model?)");
+    }
+  }
+  return like.with_leaves(leaves);
+}
+
+// Row of metric names in the CSV file: the loss, the metrics in name order, then the
+// optimizer's numbers.
+std::vector<std::string> csv_columns(const std::map<std::string, LayerPtr>& metrics) {
+  std::vector<std::string> columns{"loss"};
+  for (const auto& [name, layer] : metrics) columns.push_back(name);
+  for (const char* name : {"learning_rate", "gradients_l2", "weights_l2"}) columns.emplace_back(name);
+  return columns;
+}
+
+double scalar_of(const Tensor& t, const std::string& what) {
+  CTRAX_REQUIRE(t.numel() == 1, "Trainer: ", what, " must give one number, got a tensor of shape ",
+                to_string(t.shape()));
+  return t.item<double>();
+}
+
+}  // namespace
+
+struct Trainer::Split {
+  Stack inputs;
+  Tensor targets;
+  Tensor weights;
+};
+
+Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) { validate_and_init(); }
+
+Trainer::~Trainer() = default;
+
+void Trainer::validate_and_init() {
+  TrainerOptions& o = options_;
+  CTRAX_REQUIRE(o.model != nullptr, "Trainer: options.model is required");
+  CTRAX_REQUIRE(o.loss != nullptr, "Trainer: options.loss is required (e.g. CrossEntropyLoss() or L2Loss())");
+  CTRAX_REQUIRE(static_cast<bool>(o.train_stream), "Trainer: options.train_stream is required");
+  CTRAX_REQUIRE(o.checkpoints_to_keep >= 1, "Trainer: options.checkpoints_to_keep must be >= 1, got ",
+                o.checkpoints_to_keep);
+  CTRAX_REQUIRE(o.log_every_steps >= 1, "Trainer: options.log_every_steps must be >= 1, got ", o.log_every_steps);
+  CTRAX_REQUIRE(o.eval_steps_per_epoch >= 0, "Trainer: options.eval_steps_per_epoch must be >= 0, got ",
+                o.eval_steps_per_epoch);
+  CTRAX_REQUIRE(o.metrics.count("loss") == 0,
+                "Trainer: options.metrics must not name a metric \"loss\" (the loss is always reported as "
+                "\"loss\")");
+  if (!o.optimizer) o.optimizer = std::make_shared<Adam>();
+  if (!o.lr_schedule) o.lr_schedule = multifactor_schedule();
+  if (!o.eval_stream) o.eval_stream = o.train_stream;
+
+  // Every loss and metric takes the model's outputs and the targets, and the weights when it
+  // takes one more input.
+  const int n_out = o.model->n_out();
+  auto check_arity = [&](const Layer& layer, const std::string& role) {
+    const int n = layer.n_in();
+    CTRAX_REQUIRE(n == n_out + 1 || n == n_out + 2, "Trainer: the ", role, " (", layer.name(), ") takes ", n,
+                  " inputs; it must take the model's ", n_out, " output(s) and the targets, and optionally the weights (",
+                  n_out + 1, " or ", n_out + 2, ")");
+    CTRAX_REQUIRE(n == n_out + 2 || (!o.has_weights && !o.id_to_mask.has_value()), "Trainer: the ", role, " (",
+                  layer.name(), ") takes no weights, but ",
+                  std::string(o.has_weights ? "has_weights is set" : "id_to_mask is set"),
+                  "; use a weighted loss or metric");
+    CTRAX_REQUIRE(layer.n_out() == 1, "Trainer: the ", role, " (", layer.name(), ") must give 1 output, it gives ",
+                  layer.n_out());
+  };
+  check_arity(*o.loss, "loss");
+  for (const auto& [name, layer] : o.metrics) {
+    CTRAX_REQUIRE(layer != nullptr, "Trainer: metric \"", name, "\" is a null layer");
+    check_arity(*layer, "metric \"" + name + "\"");
+  }
+
+  // Initialise from the input signature (batch 0 of the train stream unless given).
+  Split first;
+  if (o.input_signature) {
+    CTRAX_REQUIRE(static_cast<int>(o.input_signature->size()) == o.model->n_in(), "Trainer: input_signature has ",
+                  o.input_signature->size(), " items, the model takes ", o.model->n_in());
+  } else {
+    first = split_batch(o.train_stream(0), "train", 0);
+  }
+  const Signature signature = o.input_signature ? *o.input_signature : signature_of(first.inputs);
+  auto [init_key, train_key] = split(Key(o.seed));
+  std::tie(weights_, state_) = o.model->init(signature, init_key);
+  rng_ = train_key;
+  slots_ = o.optimizer->init(weights_);
+
+  // The losses and metrics must not have weights of their own: the trainer would not train them.
+  if (!o.input_signature) {
+    const Stack outputs = o.model->apply(first.inputs, weights_, state_, Key(), Mode::eval).outputs;
+    auto init_head = [&](Layer& layer, const std::string& role) {
+      const Tree w = layer.init(signature_of(loss_inputs(outputs, first, layer))).first;
+      CTRAX_REQUIRE(w.num_leaves() == 0, "Trainer: the ", role, " (", layer.name(),
+                    ") has weights; losses and metrics must be weightless");
+    };
+    init_head(*o.loss, "loss");
+    for (const auto& [name, layer] : o.metrics) init_head(*layer, "metric \"" + name + "\"");
+  }
+
+  sinks_ = o.sinks;
+  if (!o.output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.output_dir, ec);
+    CTRAX_REQUIRE(!ec, "Trainer: cannot create the output directory ", o.output_dir.string(), ": ", ec.message());
+    sinks_.push_back(std::make_shared<CsvMetricsSink>(o.output_dir / "metrics.csv", csv_columns(o.metrics)));
+    sinks_.push_back(std::make_shared<JsonLinesMetricsSink>(o.output_dir / "metrics.jsonl"));
+    checkpoints_ = std::make_unique<io::CheckpointDirectory>(o.output_dir / "checkpoints", o.checkpoints_to_keep);
+    if (o.restore) restore_checkpoint();
+  }
+  o.model->set_weights(weights_);
+  o.model->set_state(state_);
+}
+
+Trainer::Split Trainer::split_batch(const Batch& batch, const char* stream, int64_t index) const {
+  const int n_in = options_.model->n_in();
+  const size_t expected = static_cast<size_t>(n_in) + 1 + (options_.has_weights ? 1 : 0);
+  CTRAX_REQUIRE(batch.size() == expected, "Trainer: batch ", index, " of the ", stream, " stream has ", batch.size(),
+                " tensors, expected ", expected, " (", n_in, " model input(s), the targets",
+                std::string(options_.has_weights ? ", the weights" : ""), ")");
+  Split s;
+  s.inputs.assign(batch.begin(), batch.begin() + n_in);
+  s.targets = batch[static_cast<size_t>(n_in)];
+  if (options_.has_weights) {
+    s.weights = batch.back();
+    CTRAX_REQUIRE(is_floating(s.weights.dtype()) || is_integer(s.weights.dtype()), "Trainer: batch ", index,
+                  " of the ", stream, " stream has weights of dtype ", dtype_name(s.weights.dtype()),
+                  ", expected a number type");
+  } else {
+    s.weights = ones(s.targets.shape());
+  }
+  if (options_.id_to_mask) s.weights = s.weights * mask_from_ids(s.targets, *options_.id_to_mask);
+  return s;
+}
+
+Stack Trainer::loss_inputs(const Stack& outputs, const Split& split, const Layer& layer) const {
+  Stack items = outputs;
+  items.push_back(split.targets);
+  if (layer.n_in() == static_cast<int>(outputs.size()) + 2) items.push_back(split.weights);
+  return items;
+}
+
+Metrics Trainer::metrics_of(const Stack& outputs, const Split& split, Mode mode) const {
+  Metrics m;
+  for (const auto& [name, layer] : options_.metrics) {
+    const Stack r = layer->apply(loss_inputs(outputs, split, *layer), layer->weights(), layer->state(), Key(), mode)
+                        .outputs;
+    m[name] = scalar_of(r[0], "metric \"" + name + "\"");
+  }
+  return m;
+}
+
+Metrics Trainer::train_step() { return train_step(options_.train_stream(step_)); }
+
+Metrics Trainer::train_step(const Batch& batch) {
+  const Split s = split_batch(batch, "train", step_);
+  const double learning_rate = options_.lr_schedule(step_);
+  CTRAX_REQUIRE(std::isfinite(learning_rate) && learning_rate >= 0, "Trainer: the learning-rate schedule gave ",
+                learning_rate, " at step ", step_, "; it must be finite and >= 0");
+  auto [next_rng, step_key] = split(rng_);
+  const Layer& model = *options_.model;
+  const Layer& loss_layer = *options_.loss;
+  // Aux carries the model's outputs (for the metrics) and its new state, undifferentiated.
+  auto loss_fn = [&](const Tree& w) {
+    LayerResult r = model.apply(s.inputs, w, state_, step_key, Mode::train);
+    Tensor loss = loss_layer.apply(loss_inputs(r.outputs, s, loss_layer), loss_layer.weights(), loss_layer.state(),
+                                   Key(), Mode::train)
+                      .outputs[0];
+    Tree::List outputs(r.outputs.begin(), r.outputs.end());
+    return std::make_pair(loss, Tree(Tree::List{Tree(std::move(outputs)), std::move(r.state)}));
+  };
+  auto result = value_and_grad(loss_fn)(weights_);
+  const double loss = scalar_of(result.value, "the loss");
+  const OptimizerStats stats = options_.optimizer->update(step_, learning_rate, result.grad, weights_, slots_);
+  state_ = result.aux[1];
+  rng_ = next_rng;
+  ++step_;
+  options_.model->set_state(state_);
+
+  Metrics row;
+  row["loss"] = loss;
+  row["learning_rate"] = learning_rate;
+  row["gradients_l2"] = stats.gradients_l2;
+  row["weights_l2"] = stats.weights_l2;
+  if ((step_ - 1) % options_.log_every_steps == 0) {
+    Stack outputs;
+    for (const Tensor& t : result.aux[0].leaves()) outputs.push_back(t);
+    for (const auto& [name, value] : metrics_of(outputs, s, Mode::train)) row[name] = value;
+    log(step_, "train", row);
+  }
+  return row;
+}
+
+Metrics Trainer::train_epoch(int64_t n_steps) {
+  CTRAX_REQUIRE(n_steps >= 0, "Trainer::train_epoch: n_steps must be >= 0, got ", n_steps);
+  Metrics last;
+  for (int64_t i = 0; i < n_steps; ++i) last = train_step();
+  if (options_.eval_steps_per_epoch > 0) evaluate(options_.eval_steps_per_epoch);
+  save_checkpoint();
+  return last;
+}
+
+Metrics Trainer::evaluate(int64_t n_steps) {
+  CTRAX_REQUIRE(n_steps >= 1, "Trainer::evaluate: n_steps must be >= 1, got ", n_steps);
+  Metrics sum;
+  NoGradScope no_grad;
+  for (int64_t i = 0; i < n_steps; ++i) {
+    const Split s = split_batch(options_.eval_stream(i), "eval", i);
+    const Stack outputs = options_.model->apply(s.inputs, weights_, state_, Key(), Mode::eval).outputs;
+    const Layer& loss_layer = *options_.loss;
+    sum["loss"] += scalar_of(loss_layer
+                                 .apply(loss_inputs(outputs, s, loss_layer), loss_layer.weights(), loss_layer.state(),
+                                        Key(), Mode::eval)
+                                 .outputs[0],
+                             "the loss");
+    for (const auto& [name, value] : metrics_of(outputs, s, Mode::eval)) sum[name] += value;
+  }
+  for (auto& [name, value] : sum) value /= static_cast<double>(n_steps);
+  log(step_, "eval", sum);
+  return sum;
+}
+
+void Trainer::log(int64_t step, const char* phase, const Metrics& metrics) {
+  for (const auto& sink : sinks_) sink->write(step, phase, metrics);
+}
+
+Stack Trainer::predict(const Stack& inputs) const {
+  return options_.model->apply(inputs, weights_, state_, Key(), Mode::eval).outputs;
+}
+
+void Trainer::set_weights(Tree weights) {
+  require_same_structure(weights_, weights, "Trainer::set_weights");
+  const std::vector<Tensor> now = weights_.leaves();
+  const std::vector<Tensor> given = weights.leaves();
+  const std::vector<std::string> paths = weights_.paths();
+  for (size_t i = 0; i < now.size(); ++i) {
+    CTRAX_REQUIRE(now[i].shape() == given[i].shape() && now[i].dtype() == given[i].dtype(),
+                  "Trainer::set_weights: weight ", paths[i], " is ", dtype_name(given[i].dtype()),
+                  to_string(given[i].shape()), ", the model has ", dtype_name(now[i].dtype()),
+                  to_string(now[i].shape()));
+  }
+  // The optimizer updates weights in place, so they must own contiguous memory.
+  weights_ = weights.map([](const Tensor& t) { return t.contiguous().clone(); });
+  options_.model->set_weights(weights_);
+}
+
+void Trainer::save_checkpoint() {
+  if (!checkpoints_) return;
+  std::map<std::string, Tensor> tensors;
+  add_tree(tensors, "weights", weights_);
+  add_tree(tensors, "state", state_);
+  add_tree(tensors, "slots", slots_);
+  io::ManifestFields fields;
+  fields["kind"] = std::string(kCheckpointKind);
+  fields["optimizer"] = std::string(options_.optimizer->name());
+  fields["rng_0"] = static_cast<int64_t>(rng_.words()[0]);
+  fields["rng_1"] = static_cast<int64_t>(rng_.words()[1]);
+  checkpoints_->save(step_, tensors, fields);
+}
+
+bool Trainer::restore_checkpoint() {
+  if (!checkpoints_) return false;
+  std::optional<io::Checkpoint> c = checkpoints_->load_latest();
+  if (!c) return false;
+  const std::string where = c->manifest_path.string();
+  CTRAX_REQUIRE(c->string_field("kind") == kCheckpointKind, "Trainer: checkpoint ", where, " was written by ",
+                c->string_field("kind"), ", not by a ", kCheckpointKind);
+  CTRAX_REQUIRE(c->string_field("optimizer") == options_.optimizer->name(), "Trainer: checkpoint ", where,
+                " holds the slots of optimizer ", c->string_field("optimizer"), ", this trainer uses ",
+                options_.optimizer->name());
+  const int64_t rng_0 = c->int_field("rng_0");
+  const int64_t rng_1 = c->int_field("rng_1");
+  CTRAX_REQUIRE(rng_0 >= 0 && rng_0 <= 0xffffffffLL && rng_1 >= 0 && rng_1 <= 0xffffffffLL, "Trainer: checkpoint ",
+                where, " has rng words ", rng_0, ", ", rng_1, " outside [0, 2^32)");
+  // Build everything first, so a bad checkpoint leaves the trainer as it was.
+  Tree weights = tree_from_checkpoint(*c, "weights", weights_, "model's weights");
+  Tree state = tree_from_checkpoint(*c, "state", state_, "model's state");
+  Tree slots = tree_from_checkpoint(*c, "slots", slots_, std::string(options_.optimizer->name()).append(" slots").c_str());
+  weights_ = std::move(weights);
+  state_ = std::move(state);
+  slots_ = std::move(slots);
+  rng_ = Key(static_cast<uint32_t>(rng_0), static_cast<uint32_t>(rng_1));
+  step_ = c->step;
+  options_.model->set_weights(weights_);
+  options_.model->set_state(state_);
+  for (const auto& sink : sinks_) sink->truncate_after(step_);
+  return true;
+}
+
+}  // namespace ctrax

@@ -1,0 +1,145 @@
+// Trainer: supervised training of a model with a loss, an optimizer and a schedule (Trax's
+// supervised.Trainer, which every RL trainer builds on).
+//
+// What it is for: the loop "take a batch, compute loss and gradients, update the weights",
+// with evaluation, metrics files and checkpoints that resume bit-exactly. The RL trainers (rl/)
+// construct one per network, with their own loss layers and batch streams, exactly as Trax's
+// do. What it is not for: data loading (the streams give batches) or choosing models.
+//
+// Batches: a batch is a list of tensors laid out as
+//     (model inputs..., targets)            or, with has_weights,
+//     (model inputs..., targets, weights)
+// where the model takes model->n_in() inputs. Without has_weights every example weighs 1
+// (a float32 tensor of ones shaped like the targets). With id_to_mask = k, the weight of every
+// target equal to k is set to 0 (Trax uses it to ignore padding actions). The loss layer and
+// every metric take (model outputs..., targets, weights) and give a scalar, e.g.
+// CrossEntropyLoss, L2Loss or Accuracy (layers/metrics.h).
+//
+// Streams: a BatchStream is called with the index of the batch it must give: 0, 1, 2, ... for
+// training (the index is the training step) and 0 .. n - 1 for each evaluate(n). A stream that
+// is a function of the index (e.g. draws with Key(seed) folded with the index) makes training
+// reproducible and resumable bit-exactly; a stream that ignores the index works too, without
+// that guarantee. At construction the train stream's batch 0 is read once to learn the input
+// signature, unless TrainerOptions::input_signature is given.
+//
+// Each training step s (counting from 0): the learning rate is lr_schedule(s); the rng key is
+// split into this step's key and the next state; the model runs in Mode::train; the optimizer
+// updates the weights in place; the row (loss, metrics, learning_rate, gradients_l2,
+// weights_l2) goes to the sinks every log_every_steps steps. train_epoch(n) runs n steps, then
+// an evaluation of eval_steps_per_epoch batches when that is > 0, then saves a checkpoint when
+// there is an output directory.
+//
+// Output directory (when set):
+//   metrics.csv, metrics.jsonl     every row written (optim/metrics_log.h)
+//   checkpoints/                   io/checkpoint.h: tensors "weights/<path>", "state/<path>",
+//                                  "slots/<path>"; fields step, rng_0, rng_1, optimizer
+// A Trainer whose output directory already holds a checkpoint restores the newest one at
+// construction (as Trax's does), after checking that every tensor's name, shape and dtype
+// matches the model and optimizer, and drops the metric rows of later steps.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../layers/layer.h"
+#include "../tensor/random.h"
+#include "../tensor/tree.h"
+#include "metrics_log.h"
+#include "optimizer.h"
+#include "schedules.h"
+
+namespace ctrax {
+
+namespace io {
+class CheckpointDirectory;
+}
+
+using Batch = std::vector<Tensor>;
+using BatchStream = std::function<Batch(int64_t index)>;
+
+struct TrainerOptions {
+  LayerPtr model;                         // required
+  LayerPtr loss;                          // required: (outputs..., targets, weights) -> scalar
+  std::shared_ptr<Optimizer> optimizer;   // default: Adam with Trax's defaults
+  Schedule lr_schedule;                   // default: multifactor_schedule() (Trax's default)
+  BatchStream train_stream;               // required
+  BatchStream eval_stream;                // default: the train stream
+  std::map<std::string, LayerPtr> metrics;  // evaluated with the loss; the loss is always "loss"
+  bool has_weights = false;
+  std::optional<int64_t> id_to_mask;
+  std::filesystem::path output_dir;       // empty: nothing is written
+  uint64_t seed = 0;
+  int checkpoints_to_keep = 3;            // >= 1
+  int64_t log_every_steps = 1;            // >= 1
+  int64_t eval_steps_per_epoch = 0;       // >= 0; evaluation batches at the end of train_epoch
+  bool restore = true;                    // restore the newest checkpoint in output_dir, if any
+  std::optional<Signature> input_signature;  // default: read from train batch 0
+  std::vector<std::shared_ptr<MetricsSink>> sinks;  // in addition to the output directory's files
+};
+
+class Trainer {
+ public:
+  // Validates the options (throws ctrax::Error naming the option), initialises the model from
+  // the input signature and the seed, the optimizer's slots, and restores a checkpoint.
+  explicit Trainer(TrainerOptions options);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // One training step on the train stream's batch `step()`; returns its row of metrics.
+  Metrics train_step();
+  // One training step on the given batch (for trainers that make their own batches).
+  Metrics train_step(const Batch& batch);
+  // n_steps training steps, then evaluation and a checkpoint (see above). Returns the metrics
+  // of the last training step.
+  Metrics train_epoch(int64_t n_steps);
+  // The loss and metrics averaged over n_steps eval batches (Mode::eval), written to the sinks
+  // as phase "eval".
+  Metrics evaluate(int64_t n_steps);
+
+  // Saves a checkpoint of the current step now (a no-op without an output directory).
+  void save_checkpoint();
+  // Restores the newest checkpoint of the output directory; false when there is none.
+  bool restore_checkpoint();
+
+  int64_t step() const { return step_; }
+  const Tree& weights() const { return weights_; }
+  const Tree& state() const { return state_; }
+  const Tree& slots() const { return slots_; }
+  Key rng() const { return rng_; }
+  const Layer& model() const { return *options_.model; }
+  LayerPtr model_ptr() const { return options_.model; }
+  const Optimizer& optimizer() const { return *options_.optimizer; }
+  const TrainerOptions& options() const { return options_; }
+  // The model's outputs in Mode::eval with the current weights and state.
+  Stack predict(const Stack& inputs) const;
+
+  // Replaces the weights (e.g. copying shared layers between networks, as Trax's actor-critic
+  // does); the new tree must match the model's structure, shapes and dtypes.
+  void set_weights(Tree weights);
+
+ private:
+  struct Split;  // a batch cut into inputs, targets and weights
+  Split split_batch(const Batch& batch, const char* stream, int64_t index) const;
+  Stack loss_inputs(const Stack& outputs, const Split& split, const Layer& loss_or_metric) const;
+  Metrics metrics_of(const Stack& outputs, const Split& split, Mode mode) const;
+  void log(int64_t step, const char* phase, const Metrics& metrics);
+  void validate_and_init();
+
+  TrainerOptions options_;
+  Tree weights_;
+  Tree state_;
+  Tree slots_;
+  Key rng_;
+  int64_t step_ = 0;
+  std::vector<std::shared_ptr<MetricsSink>> sinks_;
+  std::unique_ptr<io::CheckpointDirectory> checkpoints_;
+};
+
+}  // namespace ctrax

@@ -1,0 +1,343 @@
+// The supervised Trainer: validation, convergence, masking, evaluation, metrics files,
+// checkpoints and bit-exact resumption in a new process.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <ctrax/ctrax.h>
+
+using namespace ctrax;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A fresh, empty directory under the system's temporary directory.
+fs::path fresh_directory(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("ctrax_test_trainer_" + name + "_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// y = x W* + b* + noise for x [n, 3]: a stream of batches that depends only on the index.
+BatchStream linear_stream(int64_t batch_size) {
+  const Tensor w_true = from_vector(std::vector<float>{2.0f, -1.0f, 0.5f}, {3, 1});
+  return [w_true, batch_size](int64_t index) {
+    const Key key = fold_in(Key(42), static_cast<uint64_t>(index));
+    auto [xk, nk] = split(key);
+    const Tensor x = normal(xk, {batch_size, 3});
+    const Tensor y = matmul(x, w_true) + 0.25 + normal(nk, {batch_size, 1}, DType::float32, 0.0, 0.01);
+    return Batch{x, y};
+  };
+}
+
+// Classification batches (x [n, 4], labels [n] in {0, 1, 2}, label = argmax of 3 fixed
+// projections), index-determined.
+BatchStream class_stream(int64_t batch_size, uint64_t seed = 7) {
+  return [batch_size, seed](int64_t index) {
+    const Tensor x = normal(fold_in(Key(seed), static_cast<uint64_t>(index)), {batch_size, 4});
+    const Tensor proj = from_vector(std::vector<float>{1, 0, -1, 0, 1, 1, 1, -1, 0, 0, 0, 1}, {4, 3});
+    return Batch{x, argmax(matmul(x, proj), 1)};
+  };
+}
+
+TrainerOptions classifier_options(BatchStream stream) {
+  TrainerOptions o;
+  o.model = Serial({Dense(16), BatchNorm(), Relu(), Dropout(0.2), Dense(3)});
+  o.loss = WeightedCategoryCrossEntropy();
+  o.metrics = {{"accuracy", Accuracy(true)}};
+  o.optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-2});
+  o.lr_schedule = constant_schedule(1e-2);
+  o.train_stream = std::move(stream);
+  o.seed = 5;
+  return o;
+}
+
+bool bitwise_equal(const Tree& a, const Tree& b) {
+  const std::vector<Tensor> x = a.leaves(), y = b.leaves();
+  if (x.size() != y.size()) return false;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (x[i].shape() != y[i].shape() || x[i].dtype() != y[i].dtype()) return false;
+    const Tensor u = x[i].contiguous(), v = y[i].contiguous();
+    if (std::memcmp(u.raw_data(), v.raw_data(), static_cast<size_t>(u.numel()) * dtype_size(u.dtype())) != 0)
+      return false;
+  }
+  return true;
+}
+
+std::vector<std::string> read_lines(const fs::path& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("Trainer rejects missing or inconsistent options with clear errors") {
+  TrainerOptions o = classifier_options(class_stream(8));
+  SUBCASE("no model") {
+    o.model = nullptr;
+    CHECK_THROWS_WITH_AS(Trainer{o}, doctest::Contains("options.model is required"), Error);
+  }
+  SUBCASE("no loss") {
+    o.loss = nullptr;
+    CHECK_THROWS_WITH_AS(Trainer{o}, doctest::Contains("options.loss is required"), Error);
+  }
+  SUBCASE("no stream") {
+    o.train_stream = nullptr;
+    CHECK_THROWS_WITH_AS(Trainer{o}, doctest::Contains("train_stream is required"), Error);
+  }
+  SUBCASE("loss of the wrong arity") {
+    o.loss = Dense(1);
+    CHECK_THROWS_WITH_AS(Trainer{o}, doctest::Contains("takes 1 inputs"), Error);
+  }
+  SUBCASE("weights given to an unweighted loss") {
+    o.loss = CategoryCrossEntropy();
+    o.has_weights = true;
+    CHECK_THROWS_WITH_AS(Trainer{o}, doctest::Contains("takes no weights, but has_weights is set"), Error);
+  }
+  SUBCASE("id_to_mask with an unweighted metric") {
+    o.metrics = {{"accuracy", Accuracy(false)}};
+    o.id_to_mask = 0;
+    CHECK_THROWS_WITH_AS(Trainer{o}, doctest::Contains("id_to_mask is set"), Error);
+  }
+  SUBCASE("a metric called loss") {
+    o.metrics = {{"loss", Accuracy(true)}};
+    CHECK_THROWS_WITH_AS(Trainer{o}, doctest::Contains("must not name a metric \"loss\""), Error);
+  }
+  SUBCASE("batch of the wrong size") {
+    o.has_weights = true;
+    CHECK_THROWS_WITH_AS(Trainer{o}, doctest::Contains("batch 0 of the train stream has 2 tensors, expected 3"),
+                         Error);
+  }
+  SUBCASE("bad counts") {
+    o.checkpoints_to_keep = 0;
+    CHECK_THROWS_WITH_AS(Trainer{o}, doctest::Contains("checkpoints_to_keep must be >= 1, got 0"), Error);
+    o.checkpoints_to_keep = 1;
+    o.log_every_steps = 0;
+    CHECK_THROWS_WITH_AS(Trainer{o}, doctest::Contains("log_every_steps must be >= 1, got 0"), Error);
+  }
+  SUBCASE("a schedule that goes negative") {
+    o.lr_schedule = [](int64_t step) { return step < 1 ? 1e-3 : -1.0; };
+    Trainer t(o);
+    t.train_step();
+    CHECK_THROWS_WITH_AS(t.train_step(), doctest::Contains("schedule gave -1 at step 1"), Error);
+  }
+  SUBCASE("a loss layer with weights") {
+    o.model = Dense(3);
+    o.loss = Serial({Parallel({Dense(3), Select({0})}), WeightedCategoryCrossEntropy()});
+    CHECK_THROWS_WITH_AS(Trainer{o}, doctest::Contains("has weights; losses and metrics must be weightless"), Error);
+  }
+}
+
+TEST_CASE("Trainer fits a linear model with SGD") {
+  TrainerOptions o;
+  o.model = Dense(1);
+  o.loss = L2Loss();
+  o.optimizer = std::make_shared<SGD>(SGDOptions{.learning_rate = 0.1});
+  o.lr_schedule = constant_schedule(0.1);
+  o.train_stream = linear_stream(32);
+  Trainer t(o);
+  const double first = t.train_step()["loss"];
+  Metrics last;
+  for (int i = 0; i < 200; ++i) last = t.train_step();
+  CHECK(t.step() == 201);
+  CHECK(last["loss"] < 1e-3);
+  CHECK(last["loss"] < first / 100);
+  const std::vector<float> kernel = t.weights()["kernel"].leaf().to_vector<float>();
+  CHECK(kernel[0] == doctest::Approx(2.0).epsilon(0.02));
+  CHECK(kernel[1] == doctest::Approx(-1.0).epsilon(0.02));
+  CHECK(kernel[2] == doctest::Approx(0.5).epsilon(0.02));
+  CHECK(t.weights()["bias"].leaf().item<double>() == doctest::Approx(0.25).epsilon(0.05));
+  // The model's own weights are the trained ones (updates happen in place).
+  const Tensor x = from_vector(std::vector<float>{1, 1, 1}, {1, 3});
+  CHECK((*t.model_ptr())(x).item<double>() == doctest::Approx(1.75).epsilon(0.02));
+}
+
+TEST_CASE("Trainer reports the learning rate and the optimizer norms per step") {
+  TrainerOptions o = classifier_options(class_stream(16));
+  auto sink = std::make_shared<MemoryMetricsSink>();
+  o.sinks = {sink};
+  o.lr_schedule = multifactor_schedule({.factors = "constant * linear_warmup", .constant = 0.01, .warmup_steps = 4});
+  o.log_every_steps = 2;
+  Trainer t(o);
+  for (int i = 0; i < 5; ++i) t.train_step();
+  REQUIRE(sink->rows().size() == 3);  // steps 1, 3 and 5 (every other step, the first included)
+  CHECK(sink->rows()[0].step == 1);
+  CHECK(sink->rows()[0].phase == "train");
+  CHECK(sink->rows()[0].metrics.at("learning_rate") == 0.0);  // warm-up starts at 0 (Trax)
+  CHECK(sink->rows()[1].metrics.at("learning_rate") == doctest::Approx(0.005));
+  CHECK(sink->rows()[2].metrics.at("learning_rate") == doctest::Approx(0.01));
+  for (const auto& row : sink->rows()) {
+    CHECK(row.metrics.at("gradients_l2") > 0);
+    CHECK(row.metrics.at("weights_l2") > 0);
+    CHECK(row.metrics.count("accuracy") == 1);
+  }
+}
+
+TEST_CASE("Trainer masks targets equal to id_to_mask and multiplies given weights") {
+  // Batch: inputs, targets with some zeros (padding), weights.
+  const Tensor x = normal(Key(3), {6, 4});
+  const Tensor targets = from_vector(std::vector<int64_t>{0, 1, 2, 0, 2, 1}, {6});
+  const Tensor weights = from_vector(std::vector<float>{1, 2, 1, 1, 0.5f, 1}, {6});
+  TrainerOptions o;
+  o.model = Dense(3);
+  o.loss = WeightedCategoryCrossEntropy();
+  o.optimizer = std::make_shared<SGD>();
+  o.train_stream = [&](int64_t) { return Batch{x, targets, weights}; };
+  o.has_weights = true;
+  o.id_to_mask = 0;
+  Trainer t(o);
+  // The expected loss from the model's outputs before the step, with weights * (targets != 0).
+  const Tensor logits = t.predict({x})[0];
+  const Tensor masked = weights * from_vector(std::vector<float>{0, 1, 1, 0, 1, 1}, {6});
+  const double expected = (*WeightedCategoryCrossEntropy())({logits, targets, masked})[0].item<double>();
+  CHECK(t.train_step()["loss"] == doctest::Approx(expected).epsilon(1e-6));
+}
+
+TEST_CASE("Trainer evaluate averages the loss and metrics over the eval batches") {
+  TrainerOptions o = classifier_options(class_stream(16));
+  const BatchStream eval = class_stream(10, 99);
+  o.eval_stream = eval;
+  o.model = Dense(3);
+  Trainer t(o);
+  const Metrics m = t.evaluate(3);
+  double loss = 0, accuracy = 0;
+  for (int i = 0; i < 3; ++i) {
+    const Batch b = eval(i);
+    const Tensor logits = t.predict({b[0]})[0];
+    const Tensor w = ones(b[1].shape());
+    loss += (*WeightedCategoryCrossEntropy())({logits, b[1], w})[0].item<double>() / 3;
+    accuracy += (*Accuracy(true))({logits, b[1], w})[0].item<double>() / 3;
+  }
+  CHECK(m.at("loss") == doctest::Approx(loss).epsilon(1e-9));
+  CHECK(m.at("accuracy") == doctest::Approx(accuracy).epsilon(1e-9));
+  CHECK_THROWS_WITH_AS(t.evaluate(0), doctest::Contains("n_steps must be >= 1, got 0"), Error);
+}
+
+TEST_CASE("Trainer resumes bit-exactly in a new process") {
+  const fs::path dir = fresh_directory("resume");
+  constexpr int64_t kFirst = 7, kSecond = 6;
+
+  // The uninterrupted run: kFirst + kSecond steps, nothing written.
+  Trainer reference(classifier_options(class_stream(16)));
+  for (int64_t i = 0; i < kFirst + kSecond; ++i) reference.train_step();
+
+  // A child process trains kFirst steps and saves a checkpoint, then exits.
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    int status = 0;
+    try {
+      TrainerOptions o = classifier_options(class_stream(16));
+      o.output_dir = dir;
+      Trainer t(o);
+      t.train_epoch(kFirst);
+    } catch (...) {
+      status = 1;
+    }
+    _exit(status);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+
+  // This process restores it and trains the rest.
+  TrainerOptions o = classifier_options(class_stream(16));
+  o.output_dir = dir;
+  Trainer resumed(o);
+  CHECK(resumed.step() == kFirst);
+  for (int64_t i = 0; i < kSecond; ++i) resumed.train_step();
+  CHECK(resumed.step() == reference.step());
+  CHECK(bitwise_equal(resumed.weights(), reference.weights()));
+  CHECK(bitwise_equal(resumed.state(), reference.state()));  // BatchNorm statistics
+  CHECK(bitwise_equal(resumed.slots(), reference.slots()));  // Adam's moments
+  CHECK(resumed.rng() == reference.rng());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("Trainer writes metrics files and drops the rows after the restored step") {
+  const fs::path dir = fresh_directory("metrics");
+  TrainerOptions o = classifier_options(class_stream(8));
+  o.output_dir = dir;
+  o.eval_steps_per_epoch = 1;
+  {
+    Trainer t(o);
+    t.train_epoch(3);  // rows: train 1, 2, 3, eval 3; checkpoint 3
+    t.train_step();    // row: train 4 (no checkpoint)
+  }
+  std::vector<std::string> csv = read_lines(dir / "metrics.csv");
+  REQUIRE(csv.size() == 6);
+  CHECK(csv[0] == "step,phase,loss,accuracy,learning_rate,gradients_l2,weights_l2");
+  CHECK(csv[4].rfind("3,eval,", 0) == 0);
+  CHECK(csv[5].rfind("4,train,", 0) == 0);
+  CHECK(read_lines(dir / "metrics.jsonl").size() == 5);
+  {
+    Trainer t(o);  // restores step 3: the row of step 4 goes
+    CHECK(t.step() == 3);
+    CHECK(read_lines(dir / "metrics.csv").size() == 5);
+    CHECK(read_lines(dir / "metrics.jsonl").size() == 4);
+    t.train_step();
+  }
+  csv = read_lines(dir / "metrics.csv");
+  REQUIRE(csv.size() == 6);
+  CHECK(csv[5].rfind("4,train,", 0) == 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("Trainer keeps the last k checkpoints") {
+  const fs::path dir = fresh_directory("keep");
+  TrainerOptions o = classifier_options(class_stream(8));
+  o.output_dir = dir;
+  o.checkpoints_to_keep = 2;
+  Trainer t(o);
+  for (int i = 0; i < 4; ++i) t.train_epoch(2);
+  CHECK(io::CheckpointDirectory(dir / "checkpoints").steps() == std::vector<int64_t>{6, 8});
+  fs::remove_all(dir);
+}
+
+TEST_CASE("Trainer refuses a checkpoint of another model or optimizer and stays usable") {
+  const fs::path dir = fresh_directory("mismatch");
+  {
+    TrainerOptions o = classifier_options(class_stream(8));
+    o.output_dir = dir;
+    Trainer(o).train_epoch(2);
+  }
+  SUBCASE("wider layer") {
+    TrainerOptions o = classifier_options(class_stream(8));
+    o.model = Serial({Dense(32), BatchNorm(), Relu(), Dropout(0.2), Dense(3)});
+    o.output_dir = dir;
+    CHECK_THROWS_WITH_AS(Trainer{o}, doctest::Contains("tensor weights/0/bias is float32[16], the model's weights "
+                                                       "expects float32[32]"),
+                         Error);
+  }
+  SUBCASE("another optimizer") {
+    TrainerOptions o = classifier_options(class_stream(8));
+    o.optimizer = std::make_shared<SGD>();
+    o.output_dir = dir;
+    CHECK_THROWS_WITH_AS(Trainer{o}, doctest::Contains("holds the slots of optimizer Adam, this trainer uses SGD"),
+                         Error);
+  }
+  SUBCASE("a model with an extra layer") {
+    TrainerOptions o = classifier_options(class_stream(8));
+    o.model = Serial({Dense(16), BatchNorm(), Relu(), Dropout(0.2), Dense(3), Dense(3)});
+    o.output_dir = dir;
+    CHECK_THROWS_WITH_AS(Trainer{o}, doctest::Contains("has no tensor weights/5/bias"), Error);
+  }
+  SUBCASE("restore off") {
+    TrainerOptions o = classifier_options(class_stream(8));
+    o.output_dir = dir;
+    o.restore = false;
+    CHECK(Trainer(o).step() == 0);
+  }
+  fs::remove_all(dir);
+}
