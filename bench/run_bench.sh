@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs one already-built Google Benchmark program and writes bench/results/NAME.md.
 # Builds nothing. Usage: bench/run_bench.sh NAME [path/to/bench_NAME] [repetitions]
-#   NAME: elementwise, reduce or autograd (bench_NAME.cpp); default binary build/bench/bench_NAME,
+#   NAME: elementwise, reduce, autograd or optimizers (bench_NAME.cpp); default binary build/bench/bench_NAME,
 #   5 repetitions; the table shows medians. Rows with an "ops" counter ran that many ops per
 #   iteration and are shown per op (autograd's chains). GEMM has its own script (run_gemm.sh), which
 #   also runs OpenBLAS under several kernels.
@@ -87,16 +87,32 @@ if sys.argv[4] == "autograd":
     if not torch:
         lines += ["", "(PyTorch not installed: no side-by-side figures.)"]
 else:
-    lines += ["", "| benchmark | real time | CPU time | GB/s (bytes = inputs + output) |", "|---|---|---|---|"]
+    # PyTorch figures named like a row (bench/torch_NAME.py) go beside it; the others get their
+    # own table below.
+    side = {b["run_name"]: torch[b["run_name"]] for b in rows if b["run_name"] in torch}
+    head = "| benchmark | real time | CPU time | GB/s (bytes = inputs + output) |"
+    if side:
+        head += " PyTorch | ctrax / PyTorch |"
+    lines += ["", head, "|" + "---|" * (head.count("|") - 1)]
     for b in rows:
         gbs = f"{b['bytes_per_second'] / 1e9:.2f}" if "bytes_per_second" in b else ""
         real, cpu_ns = fmt(per_op_ns(b, "real_time")), fmt(per_op_ns(b, "cpu_time"))
-        lines.append(f"| {b['run_name']} | {real} | {cpu_ns} | {gbs} |")
+        line = f"| {b['run_name']} | {real} | {cpu_ns} | {gbs} |"
+        if side:
+            t = side.get(b["run_name"])
+            line += f" {fmt(t)} | {per_op_ns(b, 'real_time') / t:.2f} |" if t else " | |"
+        lines.append(line)
+    torch = {k: v for k, v in torch.items() if k not in side}
+    extra = [k for k in torch if "/" in k and k.split("/")[0] not in {r["run_name"].split("/")[0] for r in rows}]
+    if extra and side:
+        lines += ["", "PyTorch rows without a ctrax counterpart:", "", "| PyTorch | time per step |", "|---|---|"]
+        for name in extra:
+            lines.append(f"| {name} | {fmt(torch.pop(name))} |")
     if torch:
         lines += ["", "## PyTorch eager, same per-op overhead (1 thread)", "", "| op | time per call |", "|---|---|"]
         for name, ns in torch.items():
             lines.append(f"| {name} | {fmt(ns)} |")
-    elif os.path.exists(os.path.join(os.path.dirname(out_path), "..", f"torch_{sys.argv[4]}.py")):
+    elif not side and os.path.exists(os.path.join(os.path.dirname(out_path), "..", f"torch_{sys.argv[4]}.py")):
         lines += ["", "(PyTorch not installed: no side-by-side table.)"]
 open(out_path, "w").write("\n".join(lines) + "\n")
 print(f"wrote {out_path}")
