@@ -1,0 +1,85 @@
+// The part every built-in (Gymnasium classic-control) environment shares: episode bookkeeping,
+// seeding, and the checks on actions and states.
+//
+// What it is for: CartPole, Acrobot, MountainCar, MountainCarContinuous and Pendulum derive from
+// ClassicControlEnv and supply only their dynamics (a free function over plain doubles in each
+// header, shared with the batched implementations) and their reset distribution. What it is not
+// for: user environments (derive from Env directly; examples/custom_env.cpp), or time limits
+// (TimeLimit, rl/time_limit.h, which make_env applies).
+//
+// Seeding: reset(seed) makes the environment's key Key(seed) and restarts its episode count;
+// every reset then draws its initial state from fold_in(key, episode), episode = 0, 1, 2, ...
+// so successive resets without a seed give different episodes, and an environment that was
+// never seeded behaves as if seeded with 0 (ctrax has no hidden entropy source).
+//
+// Episode rules (rl/env.h): step before the first reset, or after a terminated step, throws
+// ctrax::Error naming the environment (Gymnasium warns and returns undefined values).
+// set_state starts stepping from the given state as if an episode had reached it.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../env.h"
+
+namespace ctrax {
+
+class ClassicControlEnv : public Env {
+ public:
+  std::string name() const override { return name_; }
+  const Space& observation_space() const override { return observation_space_; }
+  const Space& action_space() const override { return action_space_; }
+
+  Tensor reset(std::optional<uint64_t> seed = std::nullopt) final;
+  StepResult step(const Tensor& action) final;
+  std::vector<double> state() const final { return state_values(); }
+  void set_state(const std::vector<double>& state) final;
+
+ protected:
+  ClassicControlEnv(std::string name, Space observation_space, Space action_space, size_t state_size);
+
+  // Draw the initial state of an episode from `key`.
+  virtual void reset_state(Key key) = 0;
+  // One step from the current state; the action is already validated as far as the base can
+  // (see discrete_action and box_action below, which the implementations call).
+  virtual StepResult step_state(const Tensor& action) = 0;
+  virtual std::vector<double> state_values() const = 0;
+  // Called with a state of the right length and finite values.
+  virtual void assign_state(const std::vector<double>& state) = 0;
+
+  // The index of a Discrete(n) action: an int32 or int64 tensor with one element (rank 0 or
+  // one element of any rank), in [0, n). Anything else throws ctrax::Error naming the env.
+  int64_t discrete_action(const Tensor& action) const;
+  // The value of a Box action of shape [1]: a float32 or float64 tensor of that shape, finite.
+  // Rounded to float32, the action space's dtype, which is what Gymnasium computes with.
+  // Values outside the bounds are allowed: the dynamics clip them as Gymnasium's do.
+  float box_action(const Tensor& action) const;
+
+  // The key for randomness within a step (e.g. Acrobot's torque noise): fold_in(episode key,
+  // step number), independent of the reset draws, which sample from the episode key itself.
+  Key step_key() const { return fold_in(episode_key_, steps_in_episode_); }
+
+ private:
+  std::string name_;
+  Space observation_space_, action_space_;
+  size_t state_size_;
+  Key key_;
+  uint64_t episodes_ = 0;
+  Key episode_key_;
+  uint64_t steps_in_episode_ = 0;
+  // Whether step() may be called: after reset or set_state, until a terminated step.
+  bool running_ = false;
+  bool ever_reset_ = false;  // whether an episode was ever started (for the error message)
+};
+
+// A float32 observation tensor of shape [values.size()] (NumPy's float64 -> float32 cast).
+Tensor float32_observation(std::initializer_list<double> values);
+// Box(low, high) of float32 bounds (rounded from the doubles given, as Gymnasium's
+// np.array(..., dtype=np.float32)); the symmetric one has low = -high.
+Space float32_box(std::initializer_list<double> low, std::initializer_list<double> high);
+Space symmetric_float32_box(std::initializer_list<double> high);
+
+}  // namespace ctrax
