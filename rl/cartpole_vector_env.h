@@ -1,0 +1,85 @@
+// CartPoleVectorEnv: N CartPoles stepped together, the batched implementation behind
+// make_vector_env("CartPole-v1", N) (and -v0).
+//
+// What it is for: collecting CartPole experience at tens of millions of steps per second.
+// The state of all copies lives in flat arrays and one loop steps them with cartpole_step,
+// the same inline function CartPoleEnv calls (rl/envs/cartpole.h), so copy i follows exactly
+// the trajectory a CartPoleEnv under a TimeLimit would: the same doubles, the same
+// observations, the same flags. Auto-reset and seeding are those of rl/vector_env.h, and each
+// copy's episodes are drawn as CartPoleEnv draws them (episode e of copy i from
+// fold_in(Key(seed + i), e)), so a SyncVectorEnv over make_env("CartPole-v1") seeded alike
+// produces the same numbers; neither depends on N or on the thread count.
+//
+// Large batches are split across ctrax's thread pool (kernels/parallel.h); small ones stay on
+// the calling thread, where waking a worker would cost more than the steps. A step allocates
+// nothing.
+//
+// What it is not for: other environments (make_vector_env falls back to SyncVectorEnv), or
+// CartPole variants beyond CartPoleParams.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "envs/cartpole.h"
+#include "vector_env.h"
+
+namespace ctrax {
+
+class CartPoleVectorEnv final : public VectorEnv {
+ public:
+  // num_envs >= 1; max_episode_steps >= 0 (0: no time limit). name as CartPoleEnv's.
+  CartPoleVectorEnv(int64_t num_envs, int64_t max_episode_steps = 500, CartPoleParams params = {},
+                    std::string name = "CartPole-v1");
+
+  std::string name() const override { return name_; }
+  int64_t num_envs() const override { return num_envs_; }
+  const Space& single_observation_space() const override { return observation_space_; }
+  const Space& single_action_space() const override { return action_space_; }
+  Tensor reset(std::optional<uint64_t> seed = std::nullopt) override;
+  // actions: shape [N], int32 or int64, every value 0 or 1 (checked before any copy moves,
+  // so a bad batch leaves every copy as it was).
+  const VectorStep& step(const Tensor& actions) override;
+
+  const CartPoleParams& params() const { return params_; }
+  int64_t max_episode_steps() const { return max_episode_steps_; }
+
+  // Copy i's internal state (x, x_dot, theta, theta_dot, as CartPoleEnv::state) and the steps
+  // taken in its current episode (TimeLimit::elapsed_steps).
+  std::vector<double> state(int64_t i) const;
+  int64_t elapsed_steps(int64_t i) const;
+  // Puts copy i into `state` as CartPoleEnv::set_state under a TimeLimit does: four finite
+  // values, the step count restarts at 0, and observations row i becomes its observation.
+  // The copy's random stream is untouched (its next episode is drawn as it would have been).
+  void set_state(int64_t i, const std::vector<double>& state);
+
+ private:
+  void step_range(int64_t begin, int64_t end);
+  void check_index(int64_t i, const char* what) const;
+
+  std::string name_;
+  int64_t num_envs_;
+  int64_t max_episode_steps_;
+  CartPoleParams params_;
+  Space observation_space_, action_space_;
+
+  std::vector<std::array<double, 4>> states_;
+  std::vector<int64_t> elapsed_;    // steps in the current episode, per copy
+  std::vector<Key> keys_;           // Key(seed + i)
+  std::vector<uint64_t> episodes_;  // episodes drawn from keys_[i] so far
+  bool ever_reset_ = false;
+
+  VectorStep out_;
+  // The action batch of the step in progress (read by step_range) and the chunk function
+  // handed to parallel_for, made once so that a step builds no std::function.
+  const void* actions_ = nullptr;
+  int64_t action_stride_ = 1;
+  bool actions_int32_ = false;
+  std::function<void(int64_t, int64_t)> step_chunk_;
+};
+
+}  // namespace ctrax

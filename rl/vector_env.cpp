@@ -1,0 +1,140 @@
+// SyncVectorEnv and make_vector_env (see vector_env.h).
+#include "vector_env.h"
+
+#include <cstring>
+#include <utility>
+
+#include "../kernels/check.h"
+#include "cartpole_vector_env.h"
+#include "envs/cartpole.h"
+#include "time_limit.h"
+
+namespace ctrax {
+
+namespace {
+
+Shape batch_shape(int64_t n, const Shape& single) {
+  Shape shape = single;
+  shape.insert(0, n);
+  return shape;
+}
+
+// Copies one environment's observation into row i of `batch`, after checking that it is what
+// the observation space promises (the batch tensor has that dtype and shape).
+void copy_row(const Env& env, int64_t i, const Tensor& observation, const Tensor& batch) {
+  const Space& space = env.observation_space();
+  CTRAX_REQUIRE(observation.defined(), "SyncVectorEnv: copy ", i, " (", env.name(),
+                ") returned an undefined observation tensor");
+  CTRAX_REQUIRE(observation.dtype() == space.dtype() && observation.shape() == space.shape(), "SyncVectorEnv: copy ",
+                i, " (", env.name(), ") returned an observation of dtype ", observation.dtype(), " and shape ",
+                observation.shape(), " (expected dtype ", space.dtype(), " and shape ", space.shape(),
+                " from its observation space)");
+  CTRAX_REQUIRE(observation.device().is_cpu(), "SyncVectorEnv: copy ", i, " returned an observation on ",
+                observation.device(), " (expected a CPU tensor)");
+  const Tensor source = observation.contiguous();
+  const size_t bytes = static_cast<size_t>(source.numel()) * source.element_size();
+  std::memcpy(static_cast<char*>(batch.raw_data()) + static_cast<size_t>(i) * bytes, source.raw_data(), bytes);
+}
+
+}  // namespace
+
+SyncVectorEnv::SyncVectorEnv(const std::function<EnvPtr()>& make, int64_t num_envs) {
+  CTRAX_REQUIRE(static_cast<bool>(make), "SyncVectorEnv: the environment factory is empty");
+  CTRAX_REQUIRE(num_envs >= 1, "SyncVectorEnv: num_envs must be >= 1, got ", num_envs);
+  envs_.reserve(static_cast<size_t>(num_envs));
+  for (int64_t i = 0; i < num_envs; ++i) {
+    EnvPtr env = make();
+    CTRAX_REQUIRE(env != nullptr, "SyncVectorEnv: the factory returned a null environment for copy ", i);
+    if (!envs_.empty()) {
+      // One batch tensor holds every copy's observation, and one tensor every action.
+      const Env& first = *envs_.front();
+      CTRAX_REQUIRE(env->observation_space() == first.observation_space(), "SyncVectorEnv: copy ", i,
+                    " has the observation space ", env->observation_space(), ", copy 0 ", first.observation_space(),
+                    " (all copies must have the same spaces)");
+      CTRAX_REQUIRE(env->action_space() == first.action_space(), "SyncVectorEnv: copy ", i, " has the action space ",
+                    env->action_space(), ", copy 0 ", first.action_space(), " (all copies must have the same spaces)");
+    }
+    envs_.push_back(std::move(env));
+  }
+  const Space& obs = envs_.front()->observation_space();
+  out_.observations = zeros(batch_shape(num_envs, obs.shape()), obs.dtype());
+  out_.rewards = zeros(Shape{num_envs}, DType::float64);
+  out_.terminated = zeros(Shape{num_envs}, DType::boolean);
+  out_.truncated = zeros(Shape{num_envs}, DType::boolean);
+  out_.final_observations = zeros(batch_shape(num_envs, obs.shape()), obs.dtype());
+}
+
+std::string SyncVectorEnv::name() const { return envs_.front()->name(); }
+
+Tensor SyncVectorEnv::reset(std::optional<uint64_t> seed) {
+  for (size_t i = 0; i < envs_.size(); ++i) {
+    // Copy i gets seed + i; the first reset without a seed counts as seed 0, so that the
+    // copies differ (an environment that was never seeded behaves as if seeded with 0, and N
+    // copies of that would be N copies of one trajectory).
+    std::optional<uint64_t> copy_seed;
+    if (seed) {
+      copy_seed = *seed + i;
+    } else if (!ever_reset_) {
+      copy_seed = static_cast<uint64_t>(i);
+    }
+    copy_row(*envs_[i], static_cast<int64_t>(i), envs_[i]->reset(copy_seed), out_.observations);
+  }
+  out_.rewards.fill_(0.0);
+  out_.terminated.fill_(0.0);
+  out_.truncated.fill_(0.0);
+  out_.final_observations.fill_(0.0);
+  ever_reset_ = true;
+  return out_.observations.clone();
+}
+
+const VectorStep& SyncVectorEnv::step(const Tensor& actions) {
+  const auto n = static_cast<int64_t>(envs_.size());
+  CTRAX_REQUIRE(ever_reset_, "SyncVectorEnv (", name(), " x ", n, "): step called before reset(); call reset() first");
+  CTRAX_REQUIRE(actions.defined() && actions.shape().rank() >= 1 && actions.shape()[0] == n, "SyncVectorEnv (",
+                name(), " x ", n, "): the actions have shape ", actions.defined() ? actions.shape() : Shape{},
+                actions.defined() ? "" : " (undefined)", " (expected [", n, ", ...action shape ",
+                single_action_space().shape(), "], one row per copy)");
+  // A bad discrete action is the usual mistake: catch it before any copy moves.
+  if (single_action_space().kind() != Space::Kind::box) {
+    for (int64_t i = 0; i < n; ++i)
+      CTRAX_REQUIRE(single_action_space().contains(actions.select(0, i)), "SyncVectorEnv (", name(), " x ", n,
+                    "): actions[", i, "] = ", actions.select(0, i), " is not in the action space ",
+                    single_action_space());
+  }
+  double* rewards = out_.rewards.data<double>();
+  uint8_t* terminated = out_.terminated.data<uint8_t>();
+  uint8_t* truncated = out_.truncated.data<uint8_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    Env& env = *envs_[static_cast<size_t>(i)];
+    const StepResult result = env.step(actions.select(0, i));
+    rewards[i] = result.reward;
+    terminated[i] = result.terminated;
+    truncated[i] = result.truncated;
+    if (result.terminated || result.truncated) {
+      copy_row(env, i, result.observation, out_.final_observations);
+      copy_row(env, i, env.reset(), out_.observations);
+    } else {
+      copy_row(env, i, result.observation, out_.observations);
+    }
+  }
+  return out_;
+}
+
+VectorEnvPtr make_vector_env(const std::string& name, int64_t num_envs, std::optional<int64_t> max_episode_steps) {
+  CTRAX_REQUIRE(num_envs >= 1, "make_vector_env(\"", name, "\"): num_envs must be >= 1, got ", num_envs);
+  // make_env is the one registry: it checks the name and the limit, and its TimeLimit says
+  // which limit applies (none when it added no wrapper).
+  const EnvPtr probe = make_env(name, max_episode_steps);
+  int64_t limit = 0;
+  const Env* base = probe.get();
+  if (const auto* time_limit = dynamic_cast<const TimeLimit*>(probe.get())) {
+    limit = time_limit->max_episode_steps();
+    base = &time_limit->unwrapped();
+  }
+  if (const auto* cartpole = dynamic_cast<const CartPoleEnv*>(base))
+    return std::make_unique<CartPoleVectorEnv>(num_envs, limit, cartpole->params(), cartpole->name());
+  return std::make_unique<SyncVectorEnv>([name, max_episode_steps] { return make_env(name, max_episode_steps); },
+                                         num_envs);
+}
+
+}  // namespace ctrax

@@ -1,0 +1,91 @@
+// Vector environments: N copies of an environment stepped together.
+//
+// What it is for: data collection (rl/task.h) runs the policy once per step over the whole
+// batch of environments, never once per environment; a VectorEnv gives it the N observations
+// as one contiguous [N, ...] tensor and takes the N actions as one tensor.
+//
+// Auto-reset (Gymnasium's "same-step" mode): when copy i terminates or is truncated, it is
+// reset within the same step; observations[i] is then the new episode's first observation and
+// final_observations[i] the observation the episode ended in (what a truncated episode
+// bootstraps from). rewards[i], terminated[i] and truncated[i] belong to the step that ended
+// the episode.
+//
+// Seeds: reset(seed) seeds copy i with seed + i (Gymnasium's convention). The first reset
+// without a seed counts as seed 0 (copy i gets i): ctrax has no hidden entropy source, and N
+// unseeded copies would otherwise replay one trajectory N times. Later resets without a seed
+// continue each copy's own stream, as Env::reset() does.
+//
+// The tensors of a VectorStep are owned by the VectorEnv and overwritten by the next step:
+// clone what you keep (reset() returns a fresh tensor). The batched implementations allocate
+// nothing per step; SyncVectorEnv allocates only what its environments' step() and reset()
+// do. Stepping before the first reset() throws ctrax::Error.
+//
+// What it is not for: asynchronous (one process per copy) stepping; the built-in
+// environments are far cheaper to step than to ship across processes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "env.h"
+
+namespace ctrax {
+
+struct VectorStep {
+  Tensor observations;        // [N, ...observation shape], observation dtype
+  Tensor rewards;             // [N] float64
+  Tensor terminated;          // [N] bool
+  Tensor truncated;           // [N] bool
+  Tensor final_observations;  // [N, ...]; rows i with terminated[i] or truncated[i] are meaningful
+};
+
+class VectorEnv {
+ public:
+  virtual ~VectorEnv() = default;
+  virtual std::string name() const = 0;
+  virtual int64_t num_envs() const = 0;
+  // The spaces of one copy.
+  virtual const Space& single_observation_space() const = 0;
+  virtual const Space& single_action_space() const = 0;
+  // Resets every copy; returns the [N, ...] observations.
+  virtual Tensor reset(std::optional<uint64_t> seed = std::nullopt) = 0;
+  // actions: [N, ...action shape]; each row must be in the action space.
+  virtual const VectorStep& step(const Tensor& actions) = 0;
+};
+
+using VectorEnvPtr = std::unique_ptr<VectorEnv>;
+
+// Any environment, N copies made by `make`, stepped one after the other in this thread.
+// All copies must have the same spaces (ctrax::Error otherwise). Discrete and MultiDiscrete
+// action rows are checked against the space before any copy steps; Box rows go to each copy
+// as they are (environments differ in what they accept outside the bounds), so a row that
+// copy k rejects throws after copies 0..k-1 have stepped: reset() before stepping again.
+class SyncVectorEnv final : public VectorEnv {
+ public:
+  SyncVectorEnv(const std::function<EnvPtr()>& make, int64_t num_envs);
+  std::string name() const override;
+  int64_t num_envs() const override { return static_cast<int64_t>(envs_.size()); }
+  const Space& single_observation_space() const override { return envs_.front()->observation_space(); }
+  const Space& single_action_space() const override { return envs_.front()->action_space(); }
+  Tensor reset(std::optional<uint64_t> seed = std::nullopt) override;
+  const VectorStep& step(const Tensor& actions) override;
+
+ private:
+  std::vector<EnvPtr> envs_;
+  VectorStep out_;
+  bool ever_reset_ = false;
+};
+
+// N copies of a built-in environment (names as make_env), with its registered time limit
+// unless max_episode_steps overrides it (0: none). Uses a batched implementation (state of all
+// copies in flat arrays, stepped in one loop, split across ctrax's thread pool for large N)
+// where one exists (CartPole: CartPoleVectorEnv, rl/cartpole_vector_env.h), else SyncVectorEnv.
+// An unknown name or a negative limit throws ctrax::Error as make_env does; num_envs >= 1.
+VectorEnvPtr make_vector_env(const std::string& name, int64_t num_envs,
+                             std::optional<int64_t> max_episode_steps = std::nullopt);
+
+}  // namespace ctrax
