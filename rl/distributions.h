@@ -1,0 +1,112 @@
+// Action distributions (Trax's rl/distributions.py): what a policy's outputs parameterise.
+//
+// What it is for: a policy network outputs n_inputs() numbers per example (its "distribution
+// inputs"); a Distribution turns them into actions (sample), scores actions (log_prob) and
+// measures randomness (entropy). Everything is built from differentiable tensor ops, so the
+// RL losses differentiate through log_prob and entropy. What it is not for: general
+// probability (no cdf, no KL between families).
+//
+// Shapes: inputs are [..., n_inputs()]; a sample or point is [..., event shape]; log_prob and
+// entropy are [...], summed over the event's elements (Trax sums the same way).
+//
+//   Categorical(n, shape = [])       n_inputs = prod(shape) * n, logits grouped by the last
+//       axis. sample: Gumbel-max on logits / temperature; argmax at temperature 0 (ties to the
+//       lowest index). log_prob = sum log_softmax(logits)[point] with integer points in
+//       [0, n); entropy = -sum p log p. A -inf logit (a masked action) has probability 0:
+//       never sampled, and it adds 0 (not NaN) to the entropy and its gradient. Sampling
+//       throws on NaN logits and on a group whose logits are all -inf.
+//   Gaussian(shape = [], std = 1, learn_std)   d = prod(shape) means first, then
+//       none:     n_inputs = d,     std fixed;
+//       shared:   n_inputs = d + 1, std = softplus(raw + std) shared by every dimension;
+//       separate: n_inputs = 2 d,   std_i = softplus(raw_i + std) per dimension.
+//       sample: mean + temperature * std * N(0, 1); the mean at temperature 0.
+//       log_prob = -sum((x - mu)^2 / (2 sigma^2) + log sigma + log(2 pi) / 2), x float;
+//       entropy  =  sum(log sigma + (1 + log(2 pi)) / 2). (Trax's has exp(sigma) where log
+//       sigma belongs; ctrax uses the correct formula.)
+//
+// create_distribution(space): Discrete(n) -> Categorical(n); MultiDiscrete(nvec) with equal
+// entries n -> Categorical(n, [k]) (unequal entries throw, as Trax cannot express them either);
+// Box(shape) -> Gaussian(shape). Discrete(1) (or MultiDiscrete entries of 1) throws: a
+// Categorical needs n >= 2.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "../layers/layer.h"
+#include "../tensor/random.h"
+#include "../tensor/tensor.h"
+#include "space.h"
+
+namespace ctrax {
+
+class Distribution {
+ public:
+  virtual ~Distribution() = default;
+  virtual std::string name() const = 0;
+  virtual int64_t n_inputs() const = 0;
+  // Shape and dtype of one sample (int64 for Categorical, float32 for Gaussian, whatever the
+  // inputs' float dtype).
+  virtual const Shape& event_shape() const = 0;
+  virtual DType sample_dtype() const = 0;
+
+  // temperature finite and >= 0; 0 gives the mode. Samples are fresh tensors and constants
+  // to autodiff (actions are data, not functions of the weights).
+  virtual Tensor sample(const Tensor& inputs, Key key, double temperature = 1.0) const = 0;
+  virtual Tensor log_prob(const Tensor& inputs, const Tensor& point) const = 0;
+  virtual Tensor entropy(const Tensor& inputs) const = 0;
+};
+
+using DistributionPtr = std::shared_ptr<const Distribution>;
+
+class Categorical final : public Distribution {
+ public:
+  // n >= 2 categories per element; every dimension of shape >= 1.
+  explicit Categorical(int64_t n_categories, Shape shape = {});
+  std::string name() const override;
+  int64_t n_inputs() const override;
+  const Shape& event_shape() const override { return shape_; }
+  DType sample_dtype() const override { return DType::int64; }
+  int64_t n_categories() const { return n_; }
+  Tensor sample(const Tensor& inputs, Key key, double temperature = 1.0) const override;
+  Tensor log_prob(const Tensor& inputs, const Tensor& point) const override;
+  Tensor entropy(const Tensor& inputs) const override;
+
+ private:
+  int64_t n_;
+  Shape shape_;
+};
+
+enum class LearnStd { none, shared, separate };
+
+class Gaussian final : public Distribution {
+ public:
+  // std > 0 and finite.
+  explicit Gaussian(Shape shape = {}, double std = 1.0, LearnStd learn_std = LearnStd::none);
+  std::string name() const override;
+  int64_t n_inputs() const override;
+  const Shape& event_shape() const override { return shape_; }
+  DType sample_dtype() const override { return DType::float32; }
+  Tensor sample(const Tensor& inputs, Key key, double temperature = 1.0) const override;
+  Tensor log_prob(const Tensor& inputs, const Tensor& point) const override;
+  Tensor entropy(const Tensor& inputs) const override;
+  // The means and standard deviations, [..., event shape] each, from the inputs.
+  std::pair<Tensor, Tensor> mean_and_std(const Tensor& inputs) const;
+
+ private:
+  Shape shape_;
+  double std_;
+  LearnStd learn_std_;
+};
+
+DistributionPtr create_distribution(const Space& space);
+
+// Layers (Trax's LogProb and LogLoss): LogProb(d): (inputs, points) -> log_prob;
+// LogLoss(d): (inputs, points, weights) -> -sum(weights * log_prob), a sum (callers normalise
+// the weights, as Trax's do).
+LayerPtr LogProb(DistributionPtr distribution);
+LayerPtr LogLoss(DistributionPtr distribution);
+
+}  // namespace ctrax
