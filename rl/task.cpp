@@ -1,0 +1,437 @@
+// RLTask: collection, replay and batches (see task.h).
+#include "task.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <set>
+#include <utility>
+
+#include "../kernels/check.h"
+#include "time_limit.h"
+
+namespace ctrax {
+
+namespace {
+
+// What each key derived from RLTaskOptions::key is for (fold_in data), so that no two uses
+// share random numbers.
+constexpr uint64_t kTrainEnvSeed = 1;
+constexpr uint64_t kEvalEnvSeeds = 2;  // also the training environment's after an interrupted collection
+constexpr uint64_t kPolicyKeys = 3;
+constexpr uint64_t kBatchKeys = 4;
+
+uint64_t seed_of(Key key) {
+  return (static_cast<uint64_t>(key.words()[1]) << 32) | key.words()[0];
+}
+
+// `lead` followed by `rest`.
+Shape prefixed(std::initializer_list<int64_t> lead, const Shape& rest) {
+  const std::vector<int64_t> dims(lead);
+  Shape out(dims);
+  for (int64_t d : rest) out.push_back(d);
+  return out;
+}
+
+RLTaskOptions checked(RLTaskOptions o) {
+  const char* who = "RLTask";
+  CTRAX_REQUIRE(o.n_envs >= 1, who, ": n_envs must be >= 1, got ", o.n_envs);
+  CTRAX_REQUIRE(o.n_eval_envs >= 1, who, ": n_eval_envs must be >= 1, got ", o.n_eval_envs);
+  CTRAX_REQUIRE(o.initial_trajectories >= 0, who, ": initial_trajectories must be >= 0, got ", o.initial_trajectories);
+  CTRAX_REQUIRE(std::isfinite(o.gamma) && o.gamma >= 0.0 && o.gamma <= 1.0, who, ": gamma must be in [0, 1], got ",
+                o.gamma);
+  CTRAX_REQUIRE(!o.max_steps || *o.max_steps >= 1, who, ": max_steps must be >= 1, got ", *o.max_steps);
+  CTRAX_REQUIRE(!o.time_limit || *o.time_limit >= 1, who, ": time_limit must be >= 1, got ", *o.time_limit);
+  CTRAX_REQUIRE(o.n_replay_epochs >= 0, who, ": n_replay_epochs must be >= 0, got ", o.n_replay_epochs);
+  if (!o.time_limit) o.time_limit = o.max_steps;  // Trax's default
+  return o;
+}
+
+// The part of one copy's episode collected so far, as raw rows (observations o_0..o_t).
+struct Piece {
+  std::vector<unsigned char> observations;
+  std::vector<unsigned char> actions;
+  std::vector<double> rewards;
+  std::vector<float> dist_inputs;
+  int64_t steps = 0;
+  double total_return = 0.0;
+};
+
+void append_row(std::vector<unsigned char>& to, const Tensor& batch, int64_t row, size_t bytes) {
+  const auto* from = static_cast<const unsigned char*>(batch.raw_data()) + static_cast<size_t>(row) * bytes;
+  to.insert(to.end(), from, from + bytes);
+}
+
+Tensor from_bytes(const std::vector<unsigned char>& bytes, const Shape& shape, DType dtype) {
+  Tensor out(shape, dtype);
+  CTRAX_CHECK(static_cast<size_t>(out.numel()) * out.element_size() == bytes.size(),
+              "RLTask: a piece's buffer has ", bytes.size(), " bytes for shape ", shape);
+  if (!bytes.empty()) std::memcpy(out.raw_data(), bytes.data(), bytes.size());
+  return out;
+}
+
+// First index i with cumulative[i] > floor(u * total): index i with probability
+// weight_i / total (cumulative holds running sums of positive integer weights).
+size_t pick(const std::vector<int64_t>& cumulative, double u) {
+  const int64_t total = cumulative.back();
+  const int64_t target = std::min<int64_t>(total - 1, static_cast<int64_t>(u * static_cast<double>(total)));
+  return static_cast<size_t>(std::upper_bound(cumulative.begin(), cumulative.end(), target) - cumulative.begin());
+}
+
+}  // namespace
+
+CollectPolicy random_policy(const Space& action_space) {
+  return [action_space](const Tensor& observations, Key key, double) {
+    CTRAX_REQUIRE(observations.defined() && observations.rank() >= 1,
+                  "random_policy: expected observations [N, ...], got ",
+                  observations.defined() ? observations.shape() : Shape{});
+    const int64_t n = observations.shape()[0];
+    return PolicyOutput{action_space.sample(key, n), zeros(Shape{n, 0}, DType::float32)};
+  };
+}
+
+RLTask::RLTask(const std::string& env_name, RLTaskOptions options)
+    : RLTask(VectorEnvFactory([env_name](int64_t n, std::optional<int64_t> limit) {
+               return make_vector_env(env_name, n, limit);
+             }),
+             std::move(options)) {}
+
+RLTask::RLTask(const std::function<EnvPtr()>& make_env, RLTaskOptions options)
+    : RLTask(VectorEnvFactory([make_env](int64_t n, std::optional<int64_t> limit) -> VectorEnvPtr {
+               CTRAX_REQUIRE(static_cast<bool>(make_env), "RLTask: the environment factory is empty");
+               return std::make_unique<SyncVectorEnv>(
+                   [make_env, limit]() -> EnvPtr {
+                     EnvPtr env = make_env();
+                     if (env && limit) env = std::make_unique<TimeLimit>(std::move(env), *limit);
+                     return env;
+                   },
+                   n);
+             }),
+             std::move(options)) {}
+
+RLTask::RLTask(const VectorEnvFactory& make, RLTaskOptions options) : options_(checked(std::move(options))) {
+  CTRAX_REQUIRE(static_cast<bool>(make), "RLTask: the vector environment factory is empty");
+  env_ = make(options_.n_envs, options_.time_limit);
+  eval_env_ = make(options_.n_eval_envs, options_.time_limit);
+  CTRAX_REQUIRE(env_ != nullptr && eval_env_ != nullptr, "RLTask: the vector environment factory returned null");
+  CTRAX_REQUIRE(env_->num_envs() == options_.n_envs && eval_env_->num_envs() == options_.n_eval_envs,
+                "RLTask: the vector environment factory made ", env_->num_envs(), " and ", eval_env_->num_envs(),
+                " copies when asked for ", options_.n_envs, " and ", options_.n_eval_envs);
+  CTRAX_REQUIRE(env_->single_observation_space() == eval_env_->single_observation_space() &&
+                    env_->single_action_space() == eval_env_->single_action_space(),
+                "RLTask: the training and eval environments have different spaces");
+  env_name_ = env_->name();
+  observations_ = env_->reset(seed_of(fold_in(options_.key, kTrainEnvSeed))).clone();
+  if (options_.initial_trajectories > 0) {
+    CollectOptions initial;
+    initial.n_trajectories = options_.initial_trajectories;
+    initial.epoch = 0;
+    collect_trajectories(random_policy(action_space()), initial);
+  }
+}
+
+RLTask::~RLTask() = default;
+
+PolicyOutput RLTask::checked_policy_output(PolicyOutput out, int64_t n) {
+  const char* who = "RLTask::collect_trajectories";
+  const Space& space = action_space();
+  const Shape expected = prefixed({n}, space.shape());
+  CTRAX_REQUIRE(out.actions.defined(), who, ": the policy returned undefined actions (expected shape ", expected,
+                ")");
+  CTRAX_REQUIRE(out.actions.shape() == expected, who, ": the policy returned actions of shape ", out.actions.shape(),
+                ", expected [N, ...action shape] = ", expected, " for N = ", n, " copies and the action space ",
+                space);
+  const bool box = space.kind() == Space::Kind::box;
+  CTRAX_REQUIRE(box ? is_floating(out.actions.dtype()) : is_integer(out.actions.dtype()), who,
+                ": the policy returned actions of dtype ", out.actions.dtype(), ", expected ",
+                box ? "a floating dtype" : "an integer dtype", " for the action space ", space);
+  CTRAX_REQUIRE(out.actions.device().is_cpu(), who, ": the policy returned actions on ", out.actions.device(),
+                " (expected CPU tensors)");
+  CTRAX_REQUIRE(out.dist_inputs.defined(), who,
+                ": the policy returned undefined dist_inputs (expected [N, D]; [N, 0] when there are none)");
+  CTRAX_REQUIRE(out.dist_inputs.rank() == 2 && out.dist_inputs.shape()[0] == n &&
+                    is_floating(out.dist_inputs.dtype()),
+                who, ": the policy returned dist_inputs of shape ", out.dist_inputs.shape(), " and dtype ",
+                out.dist_inputs.dtype(), ", expected floating [N, D] with N = ", n);
+  CTRAX_REQUIRE(out.dist_inputs.device().is_cpu(), who, ": the policy returned dist_inputs on ",
+                out.dist_inputs.device(), " (expected CPU tensors)");
+  out.actions = out.actions.to(space.dtype()).contiguous();
+  out.dist_inputs = out.dist_inputs.to(DType::float32).contiguous();
+  return out;
+}
+
+CollectStats RLTask::collect_trajectories(const CollectPolicy& policy, const CollectOptions& o) {
+  const char* who = "RLTask::collect_trajectories";
+  CTRAX_REQUIRE(static_cast<bool>(policy), who, ": the policy is empty");
+  CTRAX_REQUIRE(o.n_trajectories.has_value() != o.n_interactions.has_value(), who,
+                ": give exactly one of n_trajectories and n_interactions, got ",
+                o.n_trajectories ? "both" : "neither");
+  CTRAX_REQUIRE(!o.n_trajectories || *o.n_trajectories >= 1, who, ": n_trajectories must be >= 1, got ",
+                *o.n_trajectories);
+  CTRAX_REQUIRE(!o.n_interactions || *o.n_interactions >= 1, who, ": n_interactions must be >= 1, got ",
+                *o.n_interactions);
+  CTRAX_REQUIRE(!o.max_steps || *o.max_steps >= 1, who, ": max_steps must be >= 1, got ", *o.max_steps);
+  CTRAX_REQUIRE(o.epoch >= 0, who, ": epoch must be >= 0, got ", o.epoch);
+  CTRAX_REQUIRE(std::isfinite(o.temperature) && o.temperature >= 0.0, who, ": temperature must be >= 0, got ",
+                o.temperature);
+
+  const bool eval = o.only_eval;
+  const std::optional<int64_t> cap = o.max_steps ? o.max_steps : options_.max_steps;
+  VectorEnv& env = eval ? *eval_env_ : *env_;
+  const int64_t n = env.num_envs();
+  const uint64_t collection = n_collections_++;
+  const Key policy_key = fold_in(fold_in(options_.key, kPolicyKeys), collection);
+  const uint64_t reset_seed = seed_of(fold_in(fold_in(options_.key, kEvalEnvSeeds), collection));
+  if (!eval && interrupted_) observations_ = env.reset(reset_seed).clone();
+  Tensor obs = eval ? env.reset(reset_seed) : observations_;
+  if (!eval) interrupted_ = true;
+
+  // Copy i counts its first quota[i] pieces (task.h: the first pieces of every copy, so that
+  // short episodes are not favoured).
+  std::vector<int64_t> quota(static_cast<size_t>(n), 0);
+  std::vector<int64_t> closed(static_cast<size_t>(n), 0);
+  if (o.n_trajectories) {
+    for (int64_t i = 0; i < n; ++i)
+      quota[static_cast<size_t>(i)] = *o.n_trajectories / n + (i < *o.n_trajectories % n ? 1 : 0);
+  }
+  const int64_t step_limit = o.n_interactions ? (*o.n_interactions + n - 1) / n : 0;
+
+  const DType obs_dtype = obs.dtype();
+  const Shape obs_shape = env.single_observation_space().shape();
+  const auto obs_bytes = static_cast<size_t>(obs_shape.numel()) * dtype_size(obs_dtype);
+  const Space& act_space = env.single_action_space();
+  const auto act_bytes = static_cast<size_t>(act_space.shape().numel()) * dtype_size(act_space.dtype());
+
+  std::vector<Piece> pieces(static_cast<size_t>(n));
+  std::vector<bool> waiting(static_cast<size_t>(n), false);  // eval: a cut episode plays out uncounted
+  if (!eval) {
+    const Tensor first = obs.contiguous();
+    for (int64_t i = 0; i < n; ++i) append_row(pieces[static_cast<size_t>(i)].observations, first, i, obs_bytes);
+  }
+  std::vector<double> counted;
+  std::vector<Trajectory> stored;
+  int64_t d = -1;  // dist_inputs per step in this collection
+  int64_t steps = 0;
+
+  auto close = [&](Piece& p, bool terminated, bool truncated) {
+    const Shape obs_rows = prefixed({p.steps + 1}, obs_shape);
+    TrajectoryData data;
+    data.observations = from_bytes(p.observations, obs_rows, obs_dtype);
+    data.actions = from_bytes(p.actions, prefixed({p.steps}, act_space.shape()), act_space.dtype());
+    data.rewards = from_vector(p.rewards);
+    data.dist_inputs = from_vector(p.dist_inputs, Shape{p.steps, d});
+    data.terminated = terminated;
+    data.truncated = truncated;
+    stored.emplace_back(data, options_.gamma);
+  };
+  auto done = [&] {
+    if (o.n_interactions) return steps >= step_limit;
+    for (size_t i = 0; i < closed.size(); ++i)
+      if (closed[i] < quota[i]) return false;
+    return true;
+  };
+
+  while (!done()) {
+    const PolicyOutput out = checked_policy_output(policy(obs, fold_in(policy_key, static_cast<uint64_t>(steps)),
+                                                          o.temperature), n);
+    const int64_t out_d = out.dist_inputs.shape()[1];
+    if (d < 0) {
+      CTRAX_REQUIRE(out_d == 0 || n_dist_inputs_ == 0 || out_d == n_dist_inputs_, who, ": the policy returned ",
+                    out_d, " dist_inputs per copy, earlier policies of this task ", n_dist_inputs_);
+      d = out_d;
+      if (d > 0 && !eval) n_dist_inputs_ = d;
+    }
+    CTRAX_REQUIRE(out_d == d, who, ": the policy returned ", out_d, " dist_inputs per copy at step ", steps,
+                  " of this collection, ", d, " before");
+    const VectorStep& st = env.step(out.actions);
+    ++steps;
+    const Tensor rewards = st.rewards.to(DType::float64).contiguous();
+    const Tensor terminated = st.terminated.to(DType::boolean).contiguous();
+    const Tensor truncated = st.truncated.to(DType::boolean).contiguous();
+    const Tensor next_obs = st.observations.contiguous();
+    const Tensor final_obs = st.final_observations.contiguous();
+    const double* r = rewards.data<double>();
+    const uint8_t* term = terminated.data<uint8_t>();
+    const uint8_t* trunc = truncated.data<uint8_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      const auto ui = static_cast<size_t>(i);
+      Piece& p = pieces[ui];
+      const bool ended = term[i] || trunc[i];
+      if (waiting[ui]) {
+        waiting[ui] = !ended;
+        continue;
+      }
+      p.steps += 1;
+      p.total_return += r[i];
+      if (!eval) {
+        append_row(p.actions, out.actions, i, act_bytes);
+        p.rewards.push_back(r[i]);
+        const float* row = out.dist_inputs.data<float>() + i * d;
+        p.dist_inputs.insert(p.dist_inputs.end(), row, row + d);
+      }
+      const bool cut = !ended && cap && p.steps >= *cap;
+      if (!ended && !cut) {
+        if (!eval) append_row(p.observations, next_obs, i, obs_bytes);
+        continue;
+      }
+      // The piece closes: it counts if its copy is within quota (every closed piece counts
+      // when collecting n_interactions).
+      if (o.n_interactions || closed[ui] < quota[ui]) {
+        counted.push_back(p.total_return);
+        closed[ui] += 1;
+      }
+      if (!eval) {
+        append_row(p.observations, ended ? final_obs : next_obs, i, obs_bytes);
+        close(p, term[i] != 0, trunc[i] != 0);
+      }
+      p = Piece{};
+      // The next piece starts where the copy is now: the new episode's first observation after
+      // an auto-reset, or the same observation after a cut.
+      if (!eval) append_row(p.observations, next_obs, i, obs_bytes);
+      if (eval && cut) waiting[ui] = true;
+    }
+    obs = st.observations;
+  }
+
+  CollectStats stats;
+  stats.n_trajectories = static_cast<int64_t>(counted.size());
+  stats.n_interactions = steps * n;
+  for (double x : counted) stats.mean_return += x;
+  if (!counted.empty()) stats.mean_return /= static_cast<double>(counted.size());
+  if (eval) return stats;
+
+  // Open pieces are stored as cut; their episodes continue in the next collection from the
+  // copies' current observations.
+  for (Piece& p : pieces)
+    if (p.steps > 0) close(p, false, false);
+  observations_ = obs.clone();
+  interrupted_ = false;
+  store(o.epoch, std::move(stored));
+  n_trajectories_ += stats.n_trajectories;
+  n_interactions_ += stats.n_interactions;
+  return stats;
+}
+
+void RLTask::store(int64_t epoch, std::vector<Trajectory> pieces) {
+  if (!pieces.empty()) {
+    std::vector<Trajectory>& to = trajectories_[epoch];
+    for (Trajectory& t : pieces) to.push_back(std::move(t));
+  }
+  // Trax keeps the epochs >= epoch - n_replay_epochs.
+  for (auto it = trajectories_.begin(); it != trajectories_.end();) {
+    if (it->first < epoch - options_.n_replay_epochs) it = trajectories_.erase(it);
+    else ++it;
+  }
+}
+
+void RLTask::add_trajectories(int64_t epoch, std::vector<Trajectory> trajectories) {
+  const char* who = "RLTask::add_trajectories";
+  CTRAX_REQUIRE(epoch >= 0, who, ": epoch must be >= 0, got ", epoch);
+  const Space& obs_space = observation_space();
+  const Space& act_space = action_space();
+  for (size_t i = 0; i < trajectories.size(); ++i) {
+    const Trajectory& t = trajectories[i];
+    const Shape obs = prefixed({t.length() + 1}, obs_space.shape());
+    const Shape act = prefixed({t.length()}, act_space.shape());
+    CTRAX_REQUIRE(t.observations().shape() == obs && t.observations().dtype() == obs_space.dtype(), who,
+                  ": trajectory ", i, " has observations ", t.observations().dtype(), " ", t.observations().shape(),
+                  ", expected ", obs_space.dtype(), " ", obs, " for the observation space ", obs_space);
+    CTRAX_REQUIRE(t.actions().shape() == act && t.actions().dtype() == act_space.dtype(), who, ": trajectory ", i,
+                  " has actions ", t.actions().dtype(), " ", t.actions().shape(), ", expected ", act_space.dtype(), " ",
+                  act, " for the action space ", act_space);
+    const int64_t d = t.n_dist_inputs();
+    CTRAX_REQUIRE(d == 0 || n_dist_inputs_ == 0 || d == n_dist_inputs_, who, ": trajectory ", i, " has ", d,
+                  " dist_inputs per step, the task's policies ", n_dist_inputs_);
+    if (d > 0) n_dist_inputs_ = d;
+  }
+  if (trajectories.empty()) return;
+  std::vector<Trajectory>& to = trajectories_[epoch];
+  for (Trajectory& t : trajectories) to.push_back(std::move(t));
+}
+
+void RLTask::set_n_replay_epochs(int64_t n_replay_epochs) {
+  CTRAX_REQUIRE(n_replay_epochs >= 0, "RLTask::set_n_replay_epochs: n_replay_epochs must be >= 0, got ",
+                n_replay_epochs);
+  options_.n_replay_epochs = n_replay_epochs;
+}
+
+namespace {
+
+void check_batch_options(const TrajectoryBatchOptions& o) {
+  const char* who = "RLTask::trajectory_batch";
+  CTRAX_REQUIRE(o.batch_size >= 1, who, ": batch_size must be >= 1, got ", o.batch_size);
+  CTRAX_REQUIRE(!o.max_slice_length || *o.max_slice_length >= 1, who, ": max_slice_length must be >= 1, got ",
+                *o.max_slice_length);
+  CTRAX_REQUIRE(!o.min_slice_length || *o.min_slice_length >= 1, who, ": min_slice_length must be >= 1, got ",
+                *o.min_slice_length);
+  CTRAX_REQUIRE(o.margin >= 0, who, ": margin must be >= 0, got ", o.margin);
+}
+
+}  // namespace
+
+TimeStepBatch RLTask::trajectory_batch(const TrajectoryBatchOptions& o, int64_t index) const {
+  const char* who = "RLTask::trajectory_batch";
+  check_batch_options(o);
+  CTRAX_REQUIRE(index >= 0, who, ": the batch index must be >= 0, got ", index);
+  CTRAX_REQUIRE(!trajectories_.empty(), who, ": the replay buffer is empty (collect trajectories first)");
+
+  // Trax: epoch ids are taken modulo (last epoch + 1), so -1 is the last; duplicates and
+  // epochs without trajectories drop out.
+  const int64_t modulus = trajectories_.rbegin()->first + 1;
+  std::set<int64_t> wanted;
+  if (o.epochs.empty()) {
+    for (const auto& [epoch, pieces] : trajectories_) wanted.insert(epoch);
+  } else {
+    for (int64_t e : o.epochs) wanted.insert(((e % modulus) + modulus) % modulus);
+  }
+  std::vector<const std::vector<Trajectory>*> epochs;
+  std::vector<int64_t> epoch_cumulative;  // running sums of the epochs' slice counts
+  std::vector<std::vector<int64_t>> trajectory_cumulative;
+  for (int64_t e : wanted) {
+    const auto it = trajectories_.find(e);
+    if (it == trajectories_.end() || it->second.empty()) continue;
+    std::vector<int64_t> cumulative;
+    int64_t sum = 0;
+    for (const Trajectory& t : it->second) {
+      sum += n_slices(t, o.max_slice_length, o.margin);
+      cumulative.push_back(sum);
+    }
+    epochs.push_back(&it->second);
+    epoch_cumulative.push_back(sum + (epoch_cumulative.empty() ? 0 : epoch_cumulative.back()));
+    trajectory_cumulative.push_back(std::move(cumulative));
+  }
+  CTRAX_REQUIRE(!epochs.empty(), who, ": the selected epochs hold no trajectories (", trajectories_.size(),
+                " epochs stored, the last ", modulus - 1, ")");
+
+  // Three uniforms per example: epoch, trajectory, slice start.
+  const Tensor u = uniform(fold_in(fold_in(options_.key, kBatchKeys), static_cast<uint64_t>(index)),
+                           Shape{o.batch_size, 3}, DType::float64);
+  const double* uv = u.data<double>();
+  std::vector<TrajectorySlice> slices;
+  slices.reserve(static_cast<size_t>(o.batch_size));
+  for (int64_t b = 0; b < o.batch_size; ++b) {
+    const size_t e = pick(epoch_cumulative, uv[3 * b]);
+    const std::vector<Trajectory>& pieces = *epochs[e];
+    size_t k;
+    if (o.sample_trajectories_uniformly) {
+      k = std::min(pieces.size() - 1, static_cast<size_t>(uv[3 * b + 1] * static_cast<double>(pieces.size())));
+    } else {
+      k = pick(trajectory_cumulative[e], uv[3 * b + 1]);
+    }
+    const Trajectory& t = pieces[k];
+    const int64_t count = n_slices(t, o.max_slice_length, o.margin);
+    const int64_t start = std::min(count - 1, static_cast<int64_t>(uv[3 * b + 2] * static_cast<double>(count)));
+    const int64_t entries = t.length() + o.margin;
+    const int64_t length = o.max_slice_length ? std::min(*o.max_slice_length, entries - start) : entries;
+    slices.push_back(TrajectorySlice{&t, start, length, o.margin});
+  }
+  return stack_slices(slices, o.min_slice_length);
+}
+
+std::function<TimeStepBatch(int64_t)> RLTask::trajectory_batch_stream(const TrajectoryBatchOptions& options) const {
+  check_batch_options(options);
+  return [this, options](int64_t index) { return trajectory_batch(options, index); };
+}
+
+}  // namespace ctrax

@@ -1,0 +1,199 @@
+// RLTask: an environment plus the trajectories collected in it (Trax's rl/task.py RLTask).
+//
+// What it is for: the data side of every RL trainer. collect_trajectories plays a policy in N
+// copies of the environment at once (a VectorEnv: the policy runs once per step on the
+// [N, ...] batch of observations, never once per copy), stores the finished pieces per epoch
+// in a replay buffer, and trajectory_batch gives reproducible batches of trajectory slices
+// (rl/trajectory.h) for training. What it is not for: learning (the trainers), advantage
+// estimation (rl/advantages.h), or saving the buffer to disk (not yet).
+//
+// Collection. Each copy i fills an open piece step by step. A piece closes when
+//   - the episode terminates or is truncated (by the environment's time limit, time_limit
+//     below): the VectorEnv resets the copy and the next piece starts the new episode;
+//   - it reaches max_steps steps: the episode continues in the next piece, from the last
+//     observation (Trax: "max_steps cuts a slice, the episode continues in the next collection
+//     until time_limit"). time_limit counts the steps of the whole episode, max_steps those of
+//     one piece.
+// With n_trajectories = k, copy i must close quota_i = k / N (+1 for i < k % N) pieces: the
+// first quota_i pieces of copy i are "the trajectories collected", whose total returns are
+// averaged (the first pieces of each copy, so short episodes are not favoured as they would be
+// by taking the first k to close among all copies). With n_interactions = n, the copies take
+// ceil(n / N) steps together and every piece closed on the way counts. Steps taken beyond
+// that (a copy past its quota, open pieces when collection stops) are stored too, as pieces cut
+// by the collector (neither terminated nor truncated), so no experience is thrown away; their
+// episodes continue in the next collection. With N = 1 and n_trajectories this gives the
+// pieces Trax's collection gives.
+//
+// Evaluation (only_eval): the eval VectorEnv is reset (seeded) at the start of every call,
+// pieces are whole episodes from a reset cut at max_steps (a copy whose counted episode was
+// cut waits, uncounted, until the environment ends that episode), and nothing is stored. The
+// eval VectorEnv is always a second one, so evaluation never disturbs the training episodes
+// in progress (Trax shares the training env unless given an env name).
+//
+// Replay: pieces of a collection go to its epoch (an int >= 0). After storing into epoch e, the
+// epochs < e - n_replay_epochs are dropped, so n_replay_epochs + 1 epochs survive (Trax keeps
+// keys >= e - n_replay_epochs; epoch 0, the initial random trajectories, gets no special
+// treatment and goes too once e > n_replay_epochs).
+//
+// Initial trajectories: initial_trajectories = k > 0 collects k pieces with random_policy (the
+// action space's sampler) into epoch 0 at construction, in the training environment (whose
+// episodes then continue into epoch 1, as in Trax). They have no dist_inputs (D = 0; batches
+// fill zeros, which for a Categorical are the uniform policy that chose them).
+//
+// Batches (Trax's trajectory_batch_stream): each of the B examples picks an epoch with
+// probability proportional to its number of slices (n_slices in rl/trajectory.h), then a
+// trajectory of it proportional to its slices (or uniformly), then a start uniformly among its
+// slices; the slices are stacked by stack_slices. Batch `index` is a pure function of the
+// task's key, the index and the buffer's contents, so training on it is reproducible and
+// resumable (optim/trainer.h's BatchStream).
+//
+// Reproducibility: everything random comes from RLTaskOptions::key: the training environment's
+// seed, the eval environment's seed for each eval call, the policy's key for each step of each
+// collection (policy keys fold in a collection counter and the step), and batch sampling. Two
+// tasks built with the same options and driven by the same calls hold the same data.
+//
+// Time limits: Gymnasium's truncation is a truncation here too (bootstrap), where Trax marked
+// the time-limit step done. time_limit defaults to max_steps (Trax), and without either to the
+// environment's registered limit.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../tensor/random.h"
+#include "../tensor/tensor.h"
+#include "env.h"
+#include "space.h"
+#include "trajectory.h"
+#include "vector_env.h"
+
+namespace ctrax {
+
+// A collection policy's answer for the N observations of one step.
+struct PolicyOutput {
+  Tensor actions;      // [N, ...action shape], each row in the action space
+  Tensor dist_inputs;  // [N, D] floating, stored per step; D >= 1 the same on every call of a
+                       // task, or D = 0 (none recorded) at any time
+};
+
+// Called once per environment step with the [N, ...] observations of all copies (owned by the
+// VectorEnv and overwritten by its next step: copy what you keep), a fresh key and the
+// collection's temperature. (Not "Policy": that is the policy network of layers/models.h.)
+using CollectPolicy = std::function<PolicyOutput(const Tensor& observations, Key key, double temperature)>;
+
+// Uniformly random actions from the space's sampler; dist_inputs [N, 0].
+CollectPolicy random_policy(const Space& action_space);
+
+// Makes `num_envs` copies with the given time limit (nullopt: the environment's own).
+using VectorEnvFactory = std::function<VectorEnvPtr(int64_t num_envs, std::optional<int64_t> max_episode_steps)>;
+
+struct RLTaskOptions {
+  int64_t n_envs = 1;                  // >= 1: copies stepped together in collection
+  int64_t n_eval_envs = 1;             // >= 1: copies of the eval environment
+  int64_t initial_trajectories = 1;    // >= 0: random-policy pieces stored as epoch 0
+  double gamma = 0.99;                 // in [0, 1]
+  std::optional<int64_t> max_steps;    // >= 1: the longest piece; none: pieces end with episodes
+  std::optional<int64_t> time_limit;   // >= 1: the episode's truncation limit; default max_steps
+  int64_t n_replay_epochs = 1;         // >= 0
+  Key key;                             // everything random
+};
+
+struct CollectOptions {
+  std::optional<int64_t> n_trajectories;  // exactly one of these two, >= 1
+  std::optional<int64_t> n_interactions;
+  bool only_eval = false;
+  std::optional<int64_t> max_steps;       // >= 1; default the task's
+  int64_t epoch = 1;                      // >= 0; where training pieces are stored
+  double temperature = 1.0;               // passed to the policy
+};
+
+struct CollectStats {
+  // Mean total (undiscounted) return of the pieces that count (see the top of this file);
+  // 0 when none closed (Trax).
+  double mean_return = 0.0;
+  int64_t n_trajectories = 0;  // pieces that count
+  int64_t n_interactions = 0;  // environment steps taken, all copies together
+};
+
+struct TrajectoryBatchOptions {
+  int64_t batch_size = 1;                   // >= 1
+  std::vector<int64_t> epochs;              // empty: every stored epoch; negative: -1 is the last
+  std::optional<int64_t> max_slice_length;  // >= 1; none: whole trajectories
+  std::optional<int64_t> min_slice_length;  // >= 1: pad batches to at least this length
+  int64_t margin = 0;                       // >= 0: entries past the end (rl/trajectory.h)
+  bool sample_trajectories_uniformly = false;
+};
+
+class RLTask {
+ public:
+  // A built-in environment by name (make_vector_env: the batched CartPole where it exists).
+  RLTask(const std::string& env_name, RLTaskOptions options = {});
+  // Any environment: N copies from `make_env` in a SyncVectorEnv, each in a TimeLimit when a
+  // time limit (or max_steps) is given.
+  RLTask(const std::function<EnvPtr()>& make_env, RLTaskOptions options = {});
+  // Any vector environment: `make` builds the training and the eval one.
+  RLTask(const VectorEnvFactory& make, RLTaskOptions options = {});
+
+  ~RLTask();
+  RLTask(const RLTask&) = delete;
+  RLTask& operator=(const RLTask&) = delete;
+
+  // Plays `policy` (see the top of this file). Throws ctrax::Error when not exactly one of
+  // n_trajectories and n_interactions is given, for values out of range, and when the policy
+  // answers with undefined tensors, wrong shapes, an action dtype of the wrong kind, or a D
+  // different from earlier calls. A collection that throws stores nothing; the episodes it
+  // interrupted are abandoned (the next collection resets the training environment).
+  CollectStats collect_trajectories(const CollectPolicy& policy, const CollectOptions& options);
+
+  // Batch `index` >= 0 (see the top of this file). Throws ctrax::Error for options out of
+  // range, or when the selected epochs hold no trajectory.
+  TimeStepBatch trajectory_batch(const TrajectoryBatchOptions& options, int64_t index) const;
+  // The same as a function of the index. The task must outlive it; it sees later collections.
+  std::function<TimeStepBatch(int64_t)> trajectory_batch_stream(const TrajectoryBatchOptions& options) const;
+
+  // Stored pieces by epoch, each epoch in collection order.
+  const std::map<int64_t, std::vector<Trajectory>>& trajectories() const { return trajectories_; }
+  // Adds pieces (e.g. recorded elsewhere) to `epoch`; they must match the environment's
+  // spaces. No eviction happens here.
+  void add_trajectories(int64_t epoch, std::vector<Trajectory> trajectories);
+  void remove_epoch(int64_t epoch) { trajectories_.erase(epoch); }
+  void set_n_replay_epochs(int64_t n_replay_epochs);
+
+  const std::string& env_name() const { return env_name_; }
+  const Space& observation_space() const { return env_->single_observation_space(); }
+  const Space& action_space() const { return env_->single_action_space(); }
+  double gamma() const { return options_.gamma; }
+  std::optional<int64_t> max_steps() const { return options_.max_steps; }
+  std::optional<int64_t> time_limit() const { return options_.time_limit; }
+  int64_t n_envs() const { return options_.n_envs; }
+  int64_t n_replay_epochs() const { return options_.n_replay_epochs; }
+  // Totals over the training collections (not eval) since construction, epoch 0 included.
+  int64_t n_trajectories() const { return n_trajectories_; }
+  int64_t n_interactions() const { return n_interactions_; }
+
+ private:
+  PolicyOutput checked_policy_output(PolicyOutput out, int64_t n);
+  void store(int64_t epoch, std::vector<Trajectory> pieces);
+
+  std::string env_name_;
+  RLTaskOptions options_;
+  VectorEnvPtr env_;
+  VectorEnvPtr eval_env_;
+  // The training copies' current observations [N, ...]: collections close every open piece
+  // when they stop, so this is all that carries over to the next one.
+  Tensor observations_;
+  // Set while a training collection runs: if it throws, the copies' state no longer matches
+  // observations_, and the next collection starts them afresh (reset).
+  bool interrupted_ = false;
+  std::map<int64_t, std::vector<Trajectory>> trajectories_;
+  int64_t n_dist_inputs_ = 0;    // the D >= 1 of the policies seen so far (0: none yet)
+  uint64_t n_collections_ = 0;   // folded into the policy keys and eval seeds
+  int64_t n_trajectories_ = 0;
+  int64_t n_interactions_ = 0;
+};
+
+}  // namespace ctrax

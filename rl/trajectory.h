@@ -1,0 +1,130 @@
+// Trajectories and time-step batches: the data RLTask (rl/task.h) collects and the RL trainers
+// learn from (Trax's Trajectory and TimeStepBatch in rl/task.py).
+//
+// What it is for: holding one piece of an episode as contiguous tensors, computing its
+// discounted returns, and cutting pieces into fixed-length slices stacked into [B, L] batches
+// with padding and masks. What it is not for: collecting (rl/task.h), or estimating
+// advantages (rl/advantages.h).
+//
+// A Trajectory of T >= 1 steps holds observations o_0..o_T (T + 1 of them: o_T is the
+// observation the piece ended in), and per step t < T the action a_t taken in o_t, the reward
+// r_t it gave, the policy's distribution inputs (dist_inputs, [T, D]; D = 0 when none were
+// recorded, e.g. for random-policy trajectories), and a discount mask (gamma applies to step
+// t's successor where it is set; ctrax's environments set it everywhere). How the piece ended:
+//   terminated   the episode reached a terminal state after step T - 1: the value after it
+//                is 0; nothing bootstraps from o_T;
+//   truncated    the environment cut the episode (a time limit): o_T still has a value;
+//   neither      a cut made by the collector (max_steps, or the end of a collection): the
+//                episode goes on in the next piece, which starts from o_T; o_T has a value.
+// Only a terminated piece is "done" for the learner; both other endings bootstrap from o_T
+// (Gymnasium's semantics; Trax's single `done` flag marks time-limit ends as done too).
+//
+// Returns: R_t = r_t + gamma_t R_{t+1} with R_T = 0 and gamma_t = gamma where the discount
+// mask is set, else 1. They are the observed discounted rewards: for a piece that did not
+// terminate they lack the tail gamma^(T-t) V(o_T), which only a value function can supply
+// (rl/advantages.h's td_k, td_lambda and gae add it; monte_carlo uses R as it is, as Trax).
+//
+// Slices and batches (Trax's Trajectory.to_np(margin) and trajectory_batch_stream): a
+// trajectory laid out with margin m has T + m entries:
+//   entries 0..T-1   the steps (mask 1, done = terminated at the last one, false before);
+//   entry T          (m >= 1) the final observation o_T with mask 0 and done true: the entry
+//                    a truncated or cut piece bootstraps from, and the terminal state a
+//                    terminated piece shows the value network;
+//   entries > T      (m >= 2) zero observations, mask 0, done true.
+// Every entry past the steps has zero action, reward, dist_inputs and return and a false
+// discount mask. A slice is a window [start, start + length) of these entries. Stacking slices
+// of different lengths pads each to the next power of two >= the longest (Trax), with entries
+// like those past T (zeros, mask 0, done true); equal lengths are not padded.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "../tensor/tensor.h"
+
+namespace ctrax {
+
+// Fields [B, L, ...]: B slices of L entries.
+struct TimeStepBatch {
+  Tensor observation;    // [B, L, ...observation shape], the observation dtype
+  Tensor action;         // [B, L, ...action shape], the action dtype
+  Tensor reward;         // [B, L] float32
+  Tensor done;           // [B, L] bool: terminated after this step (true on entries past the steps)
+  Tensor mask;           // [B, L] float32: 1 for steps, 0 for the final observation and padding
+  Tensor dist_inputs;    // [B, L, D] float32
+  Tensor discount_mask;  // [B, L] bool
+  Tensor return_;        // [B, L] float32: discounted return from this step
+};
+
+// What a Trajectory is made from (the collector fills one; tests and users can too).
+struct TrajectoryData {
+  Tensor observations;   // [T + 1, ...], any dtype; T >= 1
+  Tensor actions;        // [T, ...], any dtype
+  Tensor rewards;        // [T], floating
+  Tensor dist_inputs;    // [T, D], floating, D >= 0; undefined: D = 0
+  Tensor discount_mask;  // [T], any real or bool dtype (nonzero = set); undefined: all set
+  bool terminated = false;
+  bool truncated = false;
+};
+
+class Trajectory {
+ public:
+  // Validates the shapes (ctrax::Error naming the field), copies the data into contiguous
+  // tensors of the documented dtypes, and computes the returns with discount gamma in [0, 1].
+  Trajectory(const TrajectoryData& data, double gamma);
+
+  // T, the number of steps.
+  int64_t length() const { return length_; }
+  const Tensor& observations() const { return observations_; }  // [T + 1, ...]
+  const Tensor& actions() const { return actions_; }            // [T, ...]
+  const Tensor& rewards() const { return rewards_; }            // [T] float32
+  const Tensor& dist_inputs() const { return dist_inputs_; }    // [T, D] float32
+  const Tensor& discount_mask() const { return discount_mask_; }  // [T] bool
+  const Tensor& returns() const { return returns_; }            // [T] float32
+  int64_t n_dist_inputs() const { return dist_inputs_.shape()[1]; }
+  bool terminated() const { return terminated_; }
+  bool truncated() const { return truncated_; }
+  // The episode ended here (terminated or truncated); otherwise the piece was cut by the
+  // collector and the episode continues in a later piece.
+  bool episode_ended() const { return terminated_ || truncated_; }
+  // Undiscounted sum of the rewards (accumulated in double).
+  double total_return() const { return total_return_; }
+  // o_T: a view of the last row of observations().
+  Tensor last_observation() const { return observations_.select(0, length_); }
+
+  // The whole trajectory laid out with `margin` >= 0 (see the top of this file): [1, T + margin].
+  TimeStepBatch to_batch(int64_t margin = 1) const;
+
+ private:
+  int64_t length_ = 0;
+  Tensor observations_, actions_, rewards_, dist_inputs_, discount_mask_, returns_;
+  bool terminated_ = false;
+  bool truncated_ = false;
+  double total_return_ = 0.0;
+};
+
+// How many slices of max_slice_length entries a trajectory laid out with `margin` offers (Trax's
+// _n_slices): max(1, T + 1 + margin - max_slice_length); 1 without a max_slice_length (the
+// whole trajectory is the only slice). Slice start s in [0, n) covers entries
+// [s, min(s + max_slice_length, T + margin)).
+int64_t n_slices(const Trajectory& trajectory, std::optional<int64_t> max_slice_length, int64_t margin);
+
+// Entries [start, start + length) of `trajectory` laid out with `margin`.
+struct TrajectorySlice {
+  const Trajectory* trajectory = nullptr;
+  int64_t start = 0;
+  int64_t length = 0;
+  int64_t margin = 0;
+};
+
+// Stacks slices into one batch. All trajectories must have the same observation and action
+// shapes and dtypes, and the same D, except that D = 0 (no recorded dist_inputs) is filled with
+// zeros next to others. L = the common length when all slices have it and it is at least
+// min_length; else the next power of two >= max(longest slice, min_length), with padding as at
+// the top of this file. Throws ctrax::Error for no slices, a slice outside its trajectory's
+// entries, or mismatched trajectories.
+TimeStepBatch stack_slices(const std::vector<TrajectorySlice>& slices,
+                           std::optional<int64_t> min_length = std::nullopt);
+
+}  // namespace ctrax
