@@ -89,6 +89,7 @@ struct Trainer::Split {
   Stack inputs;
   Tensor targets;
   Tensor weights;
+  Stack loss_inputs;  // with n_loss_inputs > 0: passed to the loss and metrics as they are
 };
 
 Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) { validate_and_init(); }
@@ -103,6 +104,10 @@ void Trainer::validate_and_init() {
   CTRAX_REQUIRE(o.checkpoints_to_keep >= 1, "Trainer: options.checkpoints_to_keep must be >= 1, got ",
                 o.checkpoints_to_keep);
   CTRAX_REQUIRE(o.log_every_steps >= 1, "Trainer: options.log_every_steps must be >= 1, got ", o.log_every_steps);
+  CTRAX_REQUIRE(o.n_loss_inputs >= 0, "Trainer: options.n_loss_inputs must be >= 0, got ", o.n_loss_inputs);
+  CTRAX_REQUIRE(o.n_loss_inputs == 0 || (!o.has_weights && !o.id_to_mask),
+                "Trainer: options.n_loss_inputs = ", o.n_loss_inputs,
+                " passes the batch to the loss as it is; has_weights and id_to_mask must be unset");
   CTRAX_REQUIRE(o.eval_steps_per_epoch >= 0, "Trainer: options.eval_steps_per_epoch must be >= 0, got ",
                 o.eval_steps_per_epoch);
   CTRAX_REQUIRE(o.metrics.count("loss") == 0,
@@ -117,6 +122,14 @@ void Trainer::validate_and_init() {
   const int n_out = o.model->n_out();
   auto check_arity = [&](const Layer& layer, const std::string& role) {
     const int n = layer.n_in();
+    if (o.n_loss_inputs > 0) {
+      CTRAX_REQUIRE(n == n_out + o.n_loss_inputs, "Trainer: the ", role, " (", layer.name(), ") takes ", n,
+                    " inputs; with n_loss_inputs = ", o.n_loss_inputs, " it must take the model's ", n_out,
+                    " output(s) and the ", o.n_loss_inputs, " loss inputs (", n_out + o.n_loss_inputs, ")");
+      CTRAX_REQUIRE(layer.n_out() == 1, "Trainer: the ", role, " (", layer.name(), ") must give 1 output, it gives ",
+                    layer.n_out());
+      return;
+    }
     CTRAX_REQUIRE(n == n_out + 1 || n == n_out + 2, "Trainer: the ", role, " (", layer.name(), ") takes ", n,
                   " inputs; it must take the model's ", n_out, " output(s) and the targets, and optionally the weights (",
                   n_out + 1, " or ", n_out + 2, ")");
@@ -175,6 +188,16 @@ void Trainer::validate_and_init() {
 
 Trainer::Split Trainer::split_batch(const Batch& batch, const char* stream, int64_t index) const {
   const int n_in = options_.model->n_in();
+  if (options_.n_loss_inputs > 0) {
+    const size_t expected = static_cast<size_t>(n_in + options_.n_loss_inputs);
+    CTRAX_REQUIRE(batch.size() == expected, "Trainer: batch ", index, " of the ", stream, " stream has ",
+                  batch.size(), " tensors, expected ", expected, " (", n_in, " model input(s), ",
+                  options_.n_loss_inputs, " loss input(s))");
+    Split s;
+    s.inputs.assign(batch.begin(), batch.begin() + n_in);
+    s.loss_inputs.assign(batch.begin() + n_in, batch.end());
+    return s;
+  }
   const size_t expected = static_cast<size_t>(n_in) + 1 + (options_.has_weights ? 1 : 0);
   CTRAX_REQUIRE(batch.size() == expected, "Trainer: batch ", index, " of the ", stream, " stream has ", batch.size(),
                 " tensors, expected ", expected, " (", n_in, " model input(s), the targets",
@@ -196,6 +219,10 @@ Trainer::Split Trainer::split_batch(const Batch& batch, const char* stream, int6
 
 Stack Trainer::loss_inputs(const Stack& outputs, const Split& split, const Layer& layer) const {
   Stack items = outputs;
+  if (options_.n_loss_inputs > 0) {
+    items.insert(items.end(), split.loss_inputs.begin(), split.loss_inputs.end());
+    return items;
+  }
   items.push_back(split.targets);
   if (layer.n_in() == static_cast<int>(outputs.size()) + 2) items.push_back(split.weights);
   return items;
@@ -305,17 +332,49 @@ void Trainer::set_weights(Tree weights) {
   options_.model->set_weights(weights_);
 }
 
+void Trainer::export_state(std::map<std::string, Tensor>& tensors, io::ManifestFields& fields,
+                           const std::string& prefix) const {
+  add_tree(tensors, prefix + "weights", weights_);
+  add_tree(tensors, prefix + "state", state_);
+  add_tree(tensors, prefix + "slots", slots_);
+  fields[prefix + "optimizer"] = std::string(options_.optimizer->name());
+  fields[prefix + "step"] = step_;
+  fields[prefix + "rng_0"] = static_cast<int64_t>(rng_.words()[0]);
+  fields[prefix + "rng_1"] = static_cast<int64_t>(rng_.words()[1]);
+}
+
+void Trainer::import_state(const io::Checkpoint& c, const std::string& prefix) {
+  const std::string where = c.manifest_path.string();
+  CTRAX_REQUIRE(c.string_field(prefix + "optimizer") == options_.optimizer->name(), "Trainer: checkpoint ", where,
+                " holds the slots of optimizer ", c.string_field(prefix + "optimizer"), ", this trainer uses ",
+                options_.optimizer->name());
+  const int64_t rng_0 = c.int_field(prefix + "rng_0");
+  const int64_t rng_1 = c.int_field(prefix + "rng_1");
+  CTRAX_REQUIRE(rng_0 >= 0 && rng_0 <= 0xffffffffLL && rng_1 >= 0 && rng_1 <= 0xffffffffLL, "Trainer: checkpoint ",
+                where, " has rng words ", rng_0, ", ", rng_1, " outside [0, 2^32)");
+  const int64_t step = c.int_field(prefix + "step");
+  CTRAX_REQUIRE(step >= 0, "Trainer: checkpoint ", where, " has a negative step ", step);
+  // Build everything first, so a bad checkpoint leaves the trainer as it was.
+  Tree weights = tree_from_checkpoint(c, prefix + "weights", weights_, "model's weights");
+  Tree state = tree_from_checkpoint(c, prefix + "state", state_, "model's state");
+  Tree slots =
+      tree_from_checkpoint(c, prefix + "slots", slots_, std::string(options_.optimizer->name()).append(" slots").c_str());
+  weights_ = std::move(weights);
+  state_ = std::move(state);
+  slots_ = std::move(slots);
+  rng_ = Key(static_cast<uint32_t>(rng_0), static_cast<uint32_t>(rng_1));
+  step_ = step;
+  options_.model->set_weights(weights_);
+  options_.model->set_state(state_);
+  for (const auto& sink : sinks_) sink->truncate_after(step_);
+}
+
 void Trainer::save_checkpoint() {
   if (!checkpoints_) return;
   std::map<std::string, Tensor> tensors;
-  add_tree(tensors, "weights", weights_);
-  add_tree(tensors, "state", state_);
-  add_tree(tensors, "slots", slots_);
   io::ManifestFields fields;
   fields["kind"] = std::string(kCheckpointKind);
-  fields["optimizer"] = std::string(options_.optimizer->name());
-  fields["rng_0"] = static_cast<int64_t>(rng_.words()[0]);
-  fields["rng_1"] = static_cast<int64_t>(rng_.words()[1]);
+  export_state(tensors, fields, "");
   checkpoints_->save(step_, tensors, fields);
 }
 
@@ -323,28 +382,11 @@ bool Trainer::restore_checkpoint() {
   if (!checkpoints_) return false;
   std::optional<io::Checkpoint> c = checkpoints_->load_latest();
   if (!c) return false;
-  const std::string where = c->manifest_path.string();
-  CTRAX_REQUIRE(c->string_field("kind") == kCheckpointKind, "Trainer: checkpoint ", where, " was written by ",
-                c->string_field("kind"), ", not by a ", kCheckpointKind);
-  CTRAX_REQUIRE(c->string_field("optimizer") == options_.optimizer->name(), "Trainer: checkpoint ", where,
-                " holds the slots of optimizer ", c->string_field("optimizer"), ", this trainer uses ",
-                options_.optimizer->name());
-  const int64_t rng_0 = c->int_field("rng_0");
-  const int64_t rng_1 = c->int_field("rng_1");
-  CTRAX_REQUIRE(rng_0 >= 0 && rng_0 <= 0xffffffffLL && rng_1 >= 0 && rng_1 <= 0xffffffffLL, "Trainer: checkpoint ",
-                where, " has rng words ", rng_0, ", ", rng_1, " outside [0, 2^32)");
-  // Build everything first, so a bad checkpoint leaves the trainer as it was.
-  Tree weights = tree_from_checkpoint(*c, "weights", weights_, "model's weights");
-  Tree state = tree_from_checkpoint(*c, "state", state_, "model's state");
-  Tree slots = tree_from_checkpoint(*c, "slots", slots_, std::string(options_.optimizer->name()).append(" slots").c_str());
-  weights_ = std::move(weights);
-  state_ = std::move(state);
-  slots_ = std::move(slots);
-  rng_ = Key(static_cast<uint32_t>(rng_0), static_cast<uint32_t>(rng_1));
-  step_ = c->step;
-  options_.model->set_weights(weights_);
-  options_.model->set_state(state_);
-  for (const auto& sink : sinks_) sink->truncate_after(step_);
+  CTRAX_REQUIRE(c->string_field("kind") == kCheckpointKind, "Trainer: checkpoint ", c->manifest_path.string(),
+                " was written by ", c->string_field("kind"), ", not by a ", kCheckpointKind);
+  CTRAX_REQUIRE(c->int_field("step") == c->step, "Trainer: checkpoint ", c->manifest_path.string(),
+                " says step ", c->int_field("step"), " but is numbered ", c->step);
+  import_state(*c, "");
   return true;
 }
 

@@ -15,6 +15,12 @@
 // every metric take (model outputs..., targets, weights) and give a scalar, e.g.
 // CrossEntropyLoss, L2Loss or Accuracy (layers/metrics.h).
 //
+// Losses that need more than targets and weights (the RL losses of rl/losses.h take actions,
+// advantages, old distribution inputs and a mask) set n_loss_inputs = k >= 1: a batch is then
+//     (model inputs..., k loss inputs)
+// and the loss and every metric take (model outputs..., k loss inputs) as they are (nothing is
+// added; has_weights and id_to_mask must be unset).
+//
 // Streams: a BatchStream is called with the index of the batch it must give: 0, 1, 2, ... for
 // training (the index is the training step) and 0 .. n - 1 for each evaluate(n). A stream that
 // is a function of the index (e.g. draws with Key(seed) folded with the index) makes training
@@ -47,6 +53,7 @@
 #include <string>
 #include <vector>
 
+#include "../io/checkpoint.h"
 #include "../layers/layer.h"
 #include "../tensor/random.h"
 #include "../tensor/tree.h"
@@ -56,9 +63,6 @@
 
 namespace ctrax {
 
-namespace io {
-class CheckpointDirectory;
-}
 
 using Batch = std::vector<Tensor>;
 using BatchStream = std::function<Batch(int64_t index)>;
@@ -73,6 +77,7 @@ struct TrainerOptions {
   std::map<std::string, LayerPtr> metrics;  // evaluated with the loss; the loss is always "loss"
   bool has_weights = false;
   std::optional<int64_t> id_to_mask;
+  int n_loss_inputs = 0;                  // >= 0; see the top of this file (0: targets[, weights])
   std::filesystem::path output_dir;       // empty: nothing is written
   uint64_t seed = 0;
   int checkpoints_to_keep = 3;            // >= 1
@@ -107,6 +112,17 @@ class Trainer {
   void save_checkpoint();
   // Restores the newest checkpoint of the output directory; false when there is none.
   bool restore_checkpoint();
+
+  // The trainer's whole state as checkpoint entries, for owners that save several trainers in
+  // one checkpoint (the RL agents of rl/): tensors "<prefix>weights/<path>", "<prefix>state/...",
+  // "<prefix>slots/..." and fields "<prefix>step", "<prefix>rng_0", "<prefix>rng_1",
+  // "<prefix>optimizer". prefix is e.g. "policy/" (or empty).
+  void export_state(std::map<std::string, Tensor>& tensors, io::ManifestFields& fields,
+                    const std::string& prefix) const;
+  // Sets weights, state, slots, rng and step from such entries, after checking every name, shape
+  // and dtype (ctrax::Error naming the checkpoint and the entry; the trainer is unchanged then).
+  // Metric rows of later steps are dropped from the sinks.
+  void import_state(const io::Checkpoint& checkpoint, const std::string& prefix);
 
   int64_t step() const { return step_; }
   const Tree& weights() const { return weights_; }

@@ -341,3 +341,80 @@ TEST_CASE("Trainer refuses a checkpoint of another model or optimizer and stays 
   }
   fs::remove_all(dir);
 }
+
+TEST_CASE("Trainer with n_loss_inputs passes the rest of the batch to the loss and metrics as it is") {
+  // The loss sees (prediction, target, scale): mean(scale * (prediction - target)^2); a metric
+  // sees the same three. The scale column doubles the loss: the batch reaches the loss as given.
+  auto scaled_l2 = [](const Tensor& y, const Tensor& t, const Tensor& scale) { return mean(scale * square(y - t)); };
+  TrainerOptions o;
+  o.model = Dense(1);
+  o.loss = Fn("ScaledL2", scaled_l2);
+  o.metrics = {{"scale_mean", Fn("ScaleMean", [](const Tensor&, const Tensor&, const Tensor& s) { return mean(s); })}};
+  o.optimizer = std::make_shared<SGD>(SGDOptions{.learning_rate = 0.05});
+  o.lr_schedule = constant_schedule(0.05);
+  o.n_loss_inputs = 2;
+  const BatchStream linear = linear_stream(32);
+  o.train_stream = [linear](int64_t i) {
+    Batch b = linear(i);
+    b.push_back(full(b[1].shape(), 2.0));
+    return b;
+  };
+  Trainer t(o);
+  const Metrics first = t.evaluate(1);
+  CHECK(first.at("scale_mean") == doctest::Approx(2.0));
+  const Batch b0 = o.train_stream(0);
+  const double expected = 2.0 * mean(square(t.predict({b0[0]})[0] - b0[1])).item<double>();
+  CHECK(first.at("loss") == doctest::Approx(expected).epsilon(1e-6));
+  Metrics last;
+  for (int i = 0; i < 300; ++i) last = t.train_step();
+  CHECK(last.at("loss") < 2e-3);
+
+  // A batch of the wrong size, a loss of the wrong arity, and weights options are refused.
+  CHECK_THROWS_WITH_AS(t.train_step(Batch{b0[0], b0[1]}), doctest::Contains("expected 3 (1 model input(s), 2 loss input(s))"),
+                       ctrax::Error);
+  TrainerOptions bad = o;
+  bad.n_loss_inputs = 1;
+  CHECK_THROWS_WITH_AS(Trainer{bad}, doctest::Contains("with n_loss_inputs = 1 it must take the model's 1 output(s)"),
+                       ctrax::Error);
+  bad = o;
+  bad.has_weights = true;
+  CHECK_THROWS_WITH_AS(Trainer{bad}, doctest::Contains("has_weights and id_to_mask must be unset"), ctrax::Error);
+  bad = o;
+  bad.n_loss_inputs = -1;
+  CHECK_THROWS_WITH_AS(Trainer{bad}, doctest::Contains("n_loss_inputs must be >= 0, got -1"), ctrax::Error);
+}
+
+TEST_CASE("Trainer export_state and import_state carry a trainer under a prefix") {
+  const fs::path dir = fresh_directory("export");
+  TrainerOptions o = classifier_options(class_stream(16));
+  Trainer a(o);
+  for (int i = 0; i < 5; ++i) a.train_step();
+  std::map<std::string, Tensor> tensors;
+  io::ManifestFields fields;
+  a.export_state(tensors, fields, "policy/");
+  CHECK(tensors.count("policy/weights/0/kernel") == 1);
+  CHECK(std::get<int64_t>(fields.at("policy/step")) == 5);
+  io::CheckpointDirectory checkpoints(dir, 2);
+  checkpoints.save(5, tensors, fields);
+
+  Trainer b(classifier_options(class_stream(16)));
+  const io::Checkpoint c = *checkpoints.load_latest();
+  b.import_state(c, "policy/");
+  CHECK(b.step() == 5);
+  CHECK(bitwise_equal(a.weights(), b.weights()));
+  CHECK(bitwise_equal(a.state(), b.state()));
+  CHECK(bitwise_equal(a.slots(), b.slots()));
+  CHECK(a.rng().words() == b.rng().words());
+  // The two go on identically.
+  CHECK(a.train_step().at("loss") == b.train_step().at("loss"));
+  CHECK(bitwise_equal(a.weights(), b.weights()));
+
+  // Another prefix, or another model, is refused and leaves the trainer as it was.
+  CHECK_THROWS_AS(b.import_state(c, "value/"), ctrax::Error);
+  TrainerOptions other = classifier_options(class_stream(16));
+  other.model = Serial({Dense(8), Relu(), Dense(3)});
+  Trainer d(other);
+  CHECK_THROWS_WITH_AS(d.import_state(c, "policy/"), doctest::Contains("policy/weights/"), ctrax::Error);
+  CHECK(d.step() == 0);
+  fs::remove_all(dir);
+}
