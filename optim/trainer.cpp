@@ -160,17 +160,7 @@ void Trainer::validate_and_init() {
   rng_ = train_key;
   slots_ = o.optimizer->init(weights_);
 
-  // The losses and metrics must not have weights of their own: the trainer would not train them.
-  if (!o.input_signature) {
-    const Stack outputs = o.model->apply(first.inputs, weights_, state_, Key(), Mode::eval).outputs;
-    auto init_head = [&](Layer& layer, const std::string& role) {
-      const Tree w = layer.init(signature_of(loss_inputs(outputs, first, layer))).first;
-      CTRAX_REQUIRE(w.num_leaves() == 0, "Trainer: the ", role, " (", layer.name(),
-                    ") has weights; losses and metrics must be weightless");
-    };
-    init_head(*o.loss, "loss");
-    for (const auto& [name, layer] : o.metrics) init_head(*layer, "metric \"" + name + "\"");
-  }
+  if (!o.input_signature) init_heads(first);
 
   sinks_ = o.sinks;
   if (!o.output_dir.empty()) {
@@ -217,6 +207,22 @@ Trainer::Split Trainer::split_batch(const Batch& batch, const char* stream, int6
   return s;
 }
 
+// The losses and metrics are initialised from the first batch they see (at construction, or at
+// the first step when the input signature was given). They must not have weights of their own:
+// the trainer would not train them.
+void Trainer::init_heads(const Split& split) {
+  if (heads_ready_) return;
+  const Stack outputs = options_.model->apply(split.inputs, weights_, state_, Key(), Mode::eval).outputs;
+  auto init_head = [&](Layer& layer, const std::string& role) {
+    const Tree w = layer.init(signature_of(loss_inputs(outputs, split, layer))).first;
+    CTRAX_REQUIRE(w.num_leaves() == 0, "Trainer: the ", role, " (", layer.name(),
+                  ") has weights; losses and metrics must be weightless");
+  };
+  init_head(*options_.loss, "loss");
+  for (const auto& [name, layer] : options_.metrics) init_head(*layer, "metric \"" + name + "\"");
+  heads_ready_ = true;
+}
+
 Stack Trainer::loss_inputs(const Stack& outputs, const Split& split, const Layer& layer) const {
   Stack items = outputs;
   if (options_.n_loss_inputs > 0) {
@@ -242,6 +248,7 @@ Metrics Trainer::train_step() { return train_step(options_.train_stream(step_));
 
 Metrics Trainer::train_step(const Batch& batch) {
   const Split s = split_batch(batch, "train", step_);
+  init_heads(s);
   const double learning_rate = options_.lr_schedule(step_);
   CTRAX_REQUIRE(std::isfinite(learning_rate) && learning_rate >= 0, "Trainer: the learning-rate schedule gave ",
                 learning_rate, " at step ", step_, "; it must be finite and >= 0");
@@ -294,6 +301,7 @@ Metrics Trainer::evaluate(int64_t n_steps) {
   NoGradScope no_grad;
   for (int64_t i = 0; i < n_steps; ++i) {
     const Split s = split_batch(options_.eval_stream(i), "eval", i);
+    init_heads(s);
     const Stack outputs = options_.model->apply(s.inputs, weights_, state_, Key(), Mode::eval).outputs;
     const Layer& loss_layer = *options_.loss;
     sum["loss"] += scalar_of(loss_layer
@@ -316,20 +324,34 @@ Stack Trainer::predict(const Stack& inputs) const {
   return options_.model->apply(inputs, weights_, state_, Key(), Mode::eval).outputs;
 }
 
-void Trainer::set_weights(Tree weights) {
-  require_same_structure(weights_, weights, "Trainer::set_weights");
-  const std::vector<Tensor> now = weights_.leaves();
-  const std::vector<Tensor> given = weights.leaves();
-  const std::vector<std::string> paths = weights_.paths();
-  for (size_t i = 0; i < now.size(); ++i) {
-    CTRAX_REQUIRE(now[i].shape() == given[i].shape() && now[i].dtype() == given[i].dtype(),
-                  "Trainer::set_weights: weight ", paths[i], " is ", dtype_name(given[i].dtype()),
-                  to_string(given[i].shape()), ", the model has ", dtype_name(now[i].dtype()),
-                  to_string(now[i].shape()));
+namespace {
+
+// Throws unless `given` has the structure, shapes and dtypes of `now` (what: "weight", "state").
+void require_same_tree(const Tree& now, const Tree& given, const char* function, const char* what) {
+  require_same_structure(now, given, function);
+  const std::vector<Tensor> a = now.leaves();
+  const std::vector<Tensor> b = given.leaves();
+  const std::vector<std::string> paths = now.paths();
+  for (size_t i = 0; i < a.size(); ++i) {
+    CTRAX_REQUIRE(a[i].shape() == b[i].shape() && a[i].dtype() == b[i].dtype(), function, ": ", what, " ",
+                  paths[i], " is ", dtype_name(b[i].dtype()), to_string(b[i].shape()), ", the model has ",
+                  dtype_name(a[i].dtype()), to_string(a[i].shape()));
   }
+}
+
+}  // namespace
+
+void Trainer::set_weights(Tree weights) {
+  require_same_tree(weights_, weights, "Trainer::set_weights", "weight");
   // The optimizer updates weights in place, so they must own contiguous memory.
   weights_ = weights.map([](const Tensor& t) { return t.contiguous().clone(); });
   options_.model->set_weights(weights_);
+}
+
+void Trainer::set_state(Tree state) {
+  require_same_tree(state_, state, "Trainer::set_state", "state");
+  state_ = std::move(state);
+  options_.model->set_state(state_);
 }
 
 void Trainer::export_state(std::map<std::string, Tensor>& tensors, io::ManifestFields& fields,

@@ -139,6 +139,9 @@ class Trainer {
   // Replaces the weights (e.g. copying shared layers between networks, as Trax's actor-critic
   // does); the new tree must match the model's structure, shapes and dtypes.
   void set_weights(Tree weights);
+  // Replaces the model's state (e.g. the observation statistics an RL agent's collect model
+  // gathered, as Trax copies them into the policy trainer); same checks as set_weights.
+  void set_state(Tree state);
 
  private:
   struct Split;  // a batch cut into inputs, targets and weights
@@ -147,6 +150,7 @@ class Trainer {
   Metrics metrics_of(const Stack& outputs, const Split& split, Mode mode) const;
   void log(int64_t step, const char* phase, const Metrics& metrics);
   void validate_and_init();
+  void init_heads(const Split& split);
 
   TrainerOptions options_;
   Tree weights_;
@@ -154,6 +158,7 @@ class Trainer {
   Tree slots_;
   Key rng_;
   int64_t step_ = 0;
+  bool heads_ready_ = false;  // the loss and metrics have been initialised (init_heads)
   std::vector<std::shared_ptr<MetricsSink>> sinks_;
   std::unique_ptr<io::CheckpointDirectory> checkpoints_;
 };

@@ -418,3 +418,13 @@ TEST_CASE("Trainer export_state and import_state carry a trainer under a prefix"
   CHECK(d.step() == 0);
   fs::remove_all(dir);
 }
+
+TEST_CASE("Trainer set_weights and set_state check the tree against the model") {
+  Trainer t(classifier_options(class_stream(16)));
+  Tree state = t.state();
+  CHECK_NOTHROW(t.set_state(state));
+  CHECK_THROWS_WITH_AS(t.set_state(Tree()), doctest::Contains("Trainer::set_state"), ctrax::Error);
+  Tree weights = t.weights();
+  weights[0]["kernel"] = Tree(zeros({5, 16}));
+  CHECK_THROWS_WITH_AS(t.set_weights(weights), doctest::Contains("weight 0/kernel is float32[5, 16]"), ctrax::Error);
+}
