@@ -11,10 +11,18 @@
 // action, advance, say terminated when the task is over), and state / set_state /
 // observation (its internal state as numbers). Time limits are a wrapper (TimeLimit), not
 // the environment's business: a truncated episode is one the agent could have continued.
+// For runs that resume from checkpoints it also provides checkpoint_state and
+// restore_checkpoint_state: everything it keeps between calls (here the key, the episode
+// counter, the position, the target and whether an episode is running) as doubles, and the
+// exact inverse, which checks every value before changing anything (CheckpointStateReader
+// does the checks). Without them the environment still works; RLTask's checkpoints then
+// restart its episodes on resume (rl/task.h).
 //
 // The program plays a random policy and a greedy one (move toward the target) for a few
-// episodes each and prints their returns; it exits with status 1 unless the greedy policy
-// reaches the target in every episode (so running it is a check of the interface).
+// episodes each and prints their returns, then checkpoints the environment in mid-episode,
+// restores the checkpoint into a fresh one and checks that both go on identically. It exits
+// with status 1 unless the greedy policy reaches the target in every episode and the restored
+// environment matches (so running it is a check of the interface).
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -69,6 +77,29 @@ class ReachTarget final : public Env {
   }
   Tensor observation() const override {
     return from_vector(std::vector<float>{static_cast<float>(position_), static_cast<float>(target_)});
+  }
+
+  // Layout: key word 0, key word 1, episode counter, position, target, running (0 or 1).
+  std::vector<double> checkpoint_state() const override {
+    std::vector<double> out;
+    append_key(out, key_);
+    out.insert(out.end(), {static_cast<double>(episode_), position_, target_, running_ ? 1.0 : 0.0});
+    return out;
+  }
+  void restore_checkpoint_state(const std::vector<double>& state) override {
+    // Read (and check) everything before changing anything.
+    CheckpointStateReader in(state, name());
+    const Key key = in.key("the key");
+    const uint64_t episode = in.count("the episode counter");
+    const double position = in.number("the position");
+    const double target = in.number("the target");
+    const bool running = in.flag("the running flag");
+    in.finish();
+    key_ = key;
+    episode_ = episode;
+    position_ = position;
+    target_ = target;
+    running_ = running;
   }
 
  private:
@@ -133,6 +164,29 @@ int main() {
   }
   if (!all_reached) {
     std::printf("FAIL: the greedy policy should reach the target in every episode\n");
+    return 1;
+  }
+
+  // Checkpoint in mid-episode (TimeLimit adds its step count to the environment's state),
+  // restore into a fresh environment, and play the same random actions in both, across
+  // episode ends and resets: they must agree exactly.
+  env->reset(3);
+  const Key action_key(11);
+  for (uint64_t t = 0; t < 5; ++t) env->step(env->action_space().sample(fold_in(action_key, t)));
+  EnvPtr resumed = std::make_unique<TimeLimit>(std::make_unique<ReachTarget>(), 100);
+  resumed->restore_checkpoint_state(env->checkpoint_state());
+  bool same = true;
+  for (uint64_t t = 5; t < 400; ++t) {
+    const Tensor action = env->action_space().sample(fold_in(action_key, t));
+    const StepResult a = env->step(action), b = resumed->step(action);
+    same = same && a.observation.to_vector<float>() == b.observation.to_vector<float>() && a.reward == b.reward &&
+           a.terminated == b.terminated && a.truncated == b.truncated;
+    if (a.terminated || a.truncated || b.terminated || b.truncated)
+      same = same && env->reset().to_vector<float>() == resumed->reset().to_vector<float>();
+  }
+  std::printf("restored from a checkpoint: %s\n", same ? "identical" : "DIFFERENT");
+  if (!same) {
+    std::printf("FAIL: an environment restored from a checkpoint should continue exactly as the original\n");
     return 1;
   }
   return 0;

@@ -192,6 +192,56 @@ void CartPoleVectorEnv::step_range(int64_t begin, int64_t end) {
   }
 }
 
+std::vector<double> CartPoleVectorEnv::checkpoint_state() const {
+  std::vector<double> out{2.0, static_cast<double>(num_envs_), static_cast<double>(max_episode_steps_),
+                          ever_reset_ ? 1.0 : 0.0};
+  for (size_t i = 0; i < states_.size(); ++i) {
+    out.insert(out.end(), states_[i].begin(), states_[i].end());
+    out.push_back(static_cast<double>(elapsed_[i]));
+    append_key(out, keys_[i]);
+    out.push_back(static_cast<double>(episodes_[i]));
+  }
+  append_vector_step(out, out_);
+  return out;
+}
+
+void CartPoleVectorEnv::restore_checkpoint_state(const std::vector<double>& state) {
+  CheckpointStateReader in(state, detail::cat(name_, " (vector of ", num_envs_, ")"));
+  const uint64_t kind = in.count("the kind");
+  CTRAX_REQUIRE(kind == 2, in.who(), ": restore_checkpoint_state: the state is of kind ", kind,
+                kind == 1 ? " (a SyncVectorEnv)" : "", ", expected 2 (a CartPoleVectorEnv)");
+  const uint64_t copies = in.count("the number of copies");
+  CTRAX_REQUIRE(copies == static_cast<uint64_t>(num_envs_), in.who(), ": restore_checkpoint_state: the state holds ",
+                copies, " copies, this vector environment has ", num_envs_);
+  const uint64_t limit = in.count("max_episode_steps");
+  CTRAX_REQUIRE(limit == static_cast<uint64_t>(max_episode_steps_), in.who(),
+                ": restore_checkpoint_state: the state is of a time limit of ", limit,
+                " steps, this vector environment has max_episode_steps ", max_episode_steps_);
+  const bool ever_reset = in.flag("the ever-reset flag");
+  const auto n = static_cast<size_t>(num_envs_);
+  std::vector<std::array<double, 4>> states(n);
+  std::vector<int64_t> elapsed(n);
+  std::vector<Key> keys(n);
+  std::vector<uint64_t> episodes(n);
+  for (size_t i = 0; i < n; ++i) {
+    const std::string copy = detail::cat("copy ", i, "'s ");
+    const std::vector<double> s = in.numbers(4, copy + "state");
+    states[i] = {s[0], s[1], s[2], s[3]};
+    // A copy is reset on the step that reaches the limit, so between steps elapsed < limit.
+    elapsed[i] = static_cast<int64_t>(in.count(copy + "elapsed steps", limit > 0 ? limit - 1 : uint64_t{1} << 53));
+    keys[i] = in.key(copy + "key");
+    episodes[i] = in.count(copy + "episode count");
+  }
+  const VectorStep last = read_vector_step(in, out_);
+  in.finish();
+  states_ = std::move(states);
+  elapsed_ = std::move(elapsed);
+  keys_ = std::move(keys);
+  episodes_ = std::move(episodes);
+  ever_reset_ = ever_reset;
+  assign_vector_step(out_, last);
+}
+
 void CartPoleVectorEnv::check_index(int64_t i, const char* what) const {
   CTRAX_REQUIRE(i >= 0 && i < num_envs_, name_, " (vector of ", num_envs_, "): ", what, ": copy index ", i,
                 " is out of range (expected 0 <= i < ", num_envs_, ")");

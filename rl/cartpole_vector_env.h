@@ -14,6 +14,11 @@
 // the calling thread, where waking a worker would cost more than the steps. A step allocates
 // nothing.
 //
+// checkpoint_state() (rl/vector_env.h): 2 (the kind), N, max_episode_steps, whether reset()
+// was ever called (0 or 1), then per copy x, x_dot, theta, theta_dot, the elapsed steps, the
+// key's two words and the episodes drawn from it, then the last VectorStep (append_vector_step).
+// Restoring requires the same N and max_episode_steps.
+//
 // What it is not for: other environments (make_vector_env falls back to SyncVectorEnv), or
 // CartPole variants beyond CartPoleParams.
 #pragma once
@@ -44,6 +49,8 @@ class CartPoleVectorEnv final : public VectorEnv {
   // actions: shape [N], int32 or int64, every value 0 or 1 (checked before any copy moves,
   // so a bad batch leaves every copy as it was).
   const VectorStep& step(const Tensor& actions) override;
+  std::vector<double> checkpoint_state() const override;
+  void restore_checkpoint_state(const std::vector<double>& state) override;
 
   const CartPoleParams& params() const { return params_; }
   int64_t max_episode_steps() const { return max_episode_steps_; }

@@ -18,8 +18,20 @@
 // states than in Gymnasium. Each can be put into a given internal state (set_state), which is
 // how the tests replay Gymnasium's recordings.
 //
+// Checkpoints: state()/set_state() are the physical state only (set_state starts stepping from
+// it as if an episode had reached it). checkpoint_state() is everything a run needs to go on
+// exactly as if it had never stopped: the physical state, the generator's key words, the
+// episode and step counters, whether an episode is running, and each wrapper's own state
+// (time-limit counts, running statistics). restore_checkpoint_state() puts a freshly made
+// environment of the same construction into that state; from there, the same calls give the
+// same observations, rewards and flags bit for bit, episode boundaries and resets included.
+// The numbers are doubles: key words (uint32) and counters (below 2^53) are exact in them.
+// Each implementation documents its layout. The two are optional: the defaults throw
+// CheckpointNotSupported, which RLTask (rl/task.h) answers by starting fresh episodes.
+//
 // Writing your own: derive from Env, give the two spaces, and implement reset, step, state,
-// set_state and observation (examples/custom_env.cpp). TimeLimit (rl/time_limit.h) truncates
+// set_state and observation, and for resumable runs checkpoint_state and
+// restore_checkpoint_state (examples/custom_env.cpp). TimeLimit (rl/time_limit.h) truncates
 // episodes; the wrappers of rl/wrappers.h add normalisation, action clipping and rescaling and
 // episode statistics to any Env. For many copies stepped at once see rl/vector_env.h.
 //
@@ -33,11 +45,21 @@
 #include <string>
 #include <vector>
 
+#include "../kernels/check.h"
 #include "../tensor/random.h"
 #include "../tensor/tensor.h"
 #include "space.h"
 
 namespace ctrax {
+
+// What checkpoint_state() and restore_checkpoint_state() throw when an environment (or a
+// vector environment, or a wrapper) cannot be checkpointed. A ctrax::Error like any other; its
+// own type lets a caller that can do without the environment's state (RLTask::export_state)
+// tell "not supported" apart from a real failure.
+class CheckpointNotSupported : public Error {
+ public:
+  explicit CheckpointNotSupported(const std::string& message) : Error(message) {}
+};
 
 struct StepResult {
   Tensor observation;
@@ -70,9 +92,59 @@ class Env {
   virtual void set_state(const std::vector<double>& state) = 0;
   // The observation of the current state.
   virtual Tensor observation() const = 0;
+
+  // The complete, resumable state (see the top of this file). restore_checkpoint_state is its
+  // exact inverse for an environment constructed the same way; it checks the length and every
+  // value (finite numbers, whole counters, key words in [0, 2^32), flags 0 or 1) and throws
+  // ctrax::Error naming the environment and the entry, changing nothing, when one is wrong.
+  // The defaults throw CheckpointNotSupported: "<name>: this environment does not support
+  // checkpoints; implement checkpoint_state and restore_checkpoint_state (rl/env.h)".
+  virtual std::vector<double> checkpoint_state() const;
+  virtual void restore_checkpoint_state(const std::vector<double>& state);
 };
 
 using EnvPtr = std::unique_ptr<Env>;
+
+// ---- Helpers for checkpoint_state implementations -----------------------------------------
+// A key as two numbers (its words) at the end of `state`.
+void append_key(std::vector<double>& state, Key key);
+
+// Reads a checkpoint_state() vector front to back with the checks restore_checkpoint_state
+// owes its caller. Every failure throws ctrax::Error "<who>: restore_checkpoint_state: ..."
+// naming the entry, what it holds and what was expected; read everything (and finish())
+// before changing anything, so that a bad state changes nothing.
+class CheckpointStateReader {
+ public:
+  // `state` must outlive the reader (it is read in place).
+  CheckpointStateReader(const std::vector<double>& state, std::string who);
+  CheckpointStateReader(std::vector<double>&& state, std::string who) = delete;
+
+  // A finite number.
+  double number(const std::string& what);
+  // Any double, NaN and infinities included (e.g. an observation row held as it is).
+  double value(const std::string& what);
+  // A whole number in [0, max] (max <= 2^53: doubles hold every integer up to there).
+  uint64_t count(const std::string& what, uint64_t max = uint64_t{1} << 53);
+  // 0 or 1.
+  bool flag(const std::string& what);
+  // Two whole numbers in [0, 2^32): a key's words (append_key).
+  Key key(const std::string& what);
+  // The next n values, each finite (or, with finite = false, anything).
+  std::vector<double> numbers(size_t n, const std::string& what, bool finite = true);
+  // Everything not read yet, unchecked (for a wrapper to hand its inner environment).
+  std::vector<double> rest();
+  size_t remaining() const { return state_.size() - next_; }
+  // Throws unless every value has been read.
+  void finish() const;
+  const std::string& who() const { return who_; }
+
+ private:
+  void need(size_t n, const std::string& what) const;
+
+  const std::vector<double>& state_;
+  std::string who_;
+  size_t next_ = 0;
+};
 
 // A built-in environment by Gymnasium id, with Gymnasium's registered time limit applied
 // (TimeLimit wrapper): CartPole-v0 (200 steps), CartPole-v1 (500), Acrobot-v1 (500),

@@ -5,6 +5,14 @@
 // forwarded. inner() is the wrapped environment, unwrapped() the innermost one (Gymnasium's
 // env.unwrapped), e.g. to reach a built-in environment's params through its wrappers.
 // What it is not for: vector environments (rl/vector_env.h).
+//
+// Checkpoints (rl/env.h): forwarding checkpoint_state to the inner environment is right only
+// for a wrapper that keeps nothing of its own between calls (ClipAction, RescaleAction: their
+// members are fixed at construction). Such a wrapper says so by constructing the base with
+// EnvWrapper::Stateless{}. Every other wrapper must override checkpoint_state and
+// restore_checkpoint_state (its own values first, then the inner environment's; TimeLimit and
+// rl/wrappers.h show how); if it does not, both throw CheckpointNotSupported rather than
+// silently drop its state.
 #pragma once
 
 #include <utility>
@@ -16,9 +24,13 @@ namespace ctrax {
 
 class EnvWrapper : public Env {
  public:
+  // The tag of wrappers without state of their own (see the top of this file).
+  struct Stateless {};
+
   explicit EnvWrapper(EnvPtr env) : env_(std::move(env)) {
     CTRAX_REQUIRE(env_ != nullptr, "EnvWrapper: the wrapped environment is null");
   }
+  EnvWrapper(EnvPtr env, Stateless) : EnvWrapper(std::move(env)) { stateless_ = true; }
 
   std::string name() const override { return env_->name(); }
   const Space& observation_space() const override { return env_->observation_space(); }
@@ -28,6 +40,15 @@ class EnvWrapper : public Env {
   std::vector<double> state() const override { return env_->state(); }
   void set_state(const std::vector<double>& state) override { env_->set_state(state); }
   Tensor observation() const override { return env_->observation(); }
+  // The inner environment's for a Stateless wrapper; else CheckpointNotSupported.
+  std::vector<double> checkpoint_state() const override {
+    if (!stateless_) unsupported();
+    return env_->checkpoint_state();
+  }
+  void restore_checkpoint_state(const std::vector<double>& state) override {
+    if (!stateless_) unsupported();
+    env_->restore_checkpoint_state(state);
+  }
 
   Env& inner() { return *env_; }
   const Env& inner() const { return *env_; }
@@ -39,7 +60,15 @@ class EnvWrapper : public Env {
   const Env& unwrapped() const { return const_cast<EnvWrapper*>(this)->unwrapped(); }
 
  private:
+  [[noreturn]] void unsupported() const {
+    throw CheckpointNotSupported(detail::cat(
+        name(), ": a wrapper around this environment does not support checkpoints: it may keep state of its own; "
+                "override checkpoint_state and restore_checkpoint_state, or construct its EnvWrapper base with "
+                "EnvWrapper::Stateless{} if it keeps none (rl/env_wrapper.h)"));
+  }
+
   EnvPtr env_;
+  bool stateless_ = false;
 };
 
 }  // namespace ctrax

@@ -4,8 +4,9 @@
 // copies of the environment at once (a VectorEnv: the policy runs once per step on the
 // [N, ...] batch of observations, never once per copy), stores the finished pieces per epoch
 // in a replay buffer, and trajectory_batch gives reproducible batches of trajectory slices
-// (rl/trajectory.h) for training. What it is not for: learning (the trainers), advantage
-// estimation (rl/advantages.h), or saving the buffer to disk (not yet).
+// (rl/trajectory.h) for training, and export_state/import_state put all of it into a
+// checkpoint (below). What it is not for: learning (the trainers), or advantage estimation
+// (rl/advantages.h).
 //
 // Collection. Each copy i fills an open piece step by step. A piece closes when
 //   - the episode terminates or is truncated (by the environment's time limit, time_limit
@@ -55,6 +56,25 @@
 // Time limits: Gymnasium's truncation is a truncation here too (bootstrap), where Trax marked
 // the time-limit step done. time_limit defaults to max_steps (Trax), and without either to the
 // environment's registered limit.
+//
+// Checkpoints (export_state/import_state): a task made with the same options that imports what
+// another exported continues exactly as the exporter would have: the same replay buffer, the
+// same counters (so the same policy keys, eval seeds and batches), and, through the training
+// VectorEnv's checkpoint_state (rl/vector_env.h), the same episodes in progress and the same
+// future resets. The eval environment is reseeded on every eval call from the collection
+// counter; its checkpoint_state is saved too where it has one (it matters only for state its
+// wrappers carry across calls, such as NormalizeObservation's statistics).
+//
+// Fallback when the environment cannot be checkpointed (a user Env or wrapper without
+// checkpoint_state: CheckpointNotSupported): export_state still saves the buffer and the
+// counters and records "<prefix>has_env_state" = false. import_state then restores those and
+// marks the training environment interrupted, so the next training collection resets it
+// (seeded from the collection counter, as after a collection that threw): the episodes that
+// were in progress are abandoned, and the run goes on reproducibly (the same checkpoint resumed
+// twice gives the same data) but not as the uninterrupted run would have. The same happens
+// when the checkpoint holds an environment state that this task's environment cannot restore
+// for want of support (a different environment factory). The eval environment is then left as
+// it is.
 #pragma once
 
 #include <cstdint>
@@ -64,6 +84,7 @@
 #include <string>
 #include <vector>
 
+#include "../io/checkpoint.h"
 #include "../tensor/random.h"
 #include "../tensor/tensor.h"
 #include "env.h"
@@ -115,6 +136,7 @@ struct CollectStats {
   // Mean total (undiscounted) return of the pieces that count (see the top of this file);
   // 0 when none closed (Trax).
   double mean_return = 0.0;
+  double mean_length = 0.0;    // mean number of steps of the pieces that count; 0 when none
   int64_t n_trajectories = 0;  // pieces that count
   int64_t n_interactions = 0;  // environment steps taken, all copies together
 };
@@ -174,6 +196,39 @@ class RLTask {
   // Totals over the training collections (not eval) since construction, epoch 0 included.
   int64_t n_trajectories() const { return n_trajectories_; }
   int64_t n_interactions() const { return n_interactions_; }
+  // Training and eval collections so far (folded into policy keys and eval seeds).
+  int64_t n_collections() const { return static_cast<int64_t>(n_collections_); }
+  // The D >= 1 of the policies seen so far (0: none yet).
+  int64_t n_dist_inputs() const { return n_dist_inputs_; }
+
+  // The task's whole state as checkpoint entries, for owners that save it with other things in
+  // one checkpoint (the RL agents; the pattern of optim/trainer.h). prefix is e.g. "task/".
+  //   fields   <prefix>env_name, observation_space, action_space (as printed), n_envs,
+  //            n_eval_envs, gamma, key_0, key_1, max_steps, time_limit (0: none),
+  //            n_replay_epochs, n_dist_inputs, n_collections, n_trajectories, n_interactions,
+  //            interrupted, has_env_state, has_eval_env_state;
+  //   tensors  <prefix>observations [N, ...]: the training copies' current observations;
+  //            <prefix>env_state, <prefix>eval_env_state: float64 [S], the VectorEnvs'
+  //            checkpoint_state (present when has_env_state / has_eval_env_state);
+  //            <prefix>epochs int64 [E]: the stored epochs, ascending; and for each epoch e,
+  //            the K trajectories of that epoch concatenated along the first axis in order:
+  //            <prefix>epoch_<e>/index int64 [K, 4]: per trajectory T, D, terminated, truncated;
+  //            .../observations [sum (T + 1), ...], .../actions [sum T, ...],
+  //            .../rewards, .../returns float32 [sum T], .../discount_mask bool [sum T],
+  //            .../dist_inputs float32 [sum of T over those with D > 0, n_dist_inputs],
+  //            .../total_returns float64 [K].
+  // When the training environment throws CheckpointNotSupported, has_env_state is false (see
+  // the fallback at the top of this file); any other error propagates.
+  void export_state(std::map<std::string, Tensor>& tensors, io::ManifestFields& fields,
+                    const std::string& prefix) const;
+  // Restores everything export_state saved, after checking it against this task: the same
+  // environment name, spaces, N (training and eval), gamma, key, max_steps and time_limit;
+  // every tensor's presence, shape and dtype; the trajectories' lengths, D (0 or n_dist_inputs)
+  // and flags; counts >= 0. Any mismatch throws ctrax::Error naming the checkpoint's manifest
+  // and the entry, and the task is then unchanged (the environments' states included).
+  // n_replay_epochs is restored too (set_n_replay_epochs may have changed it). Without an
+  // environment state, the fallback at the top of this file applies.
+  void import_state(const io::Checkpoint& checkpoint, const std::string& prefix);
 
  private:
   PolicyOutput checked_policy_output(PolicyOutput out, int64_t n);

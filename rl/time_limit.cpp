@@ -35,4 +35,30 @@ void TimeLimit::set_state(const std::vector<double>& state) {
   truncated_ = false;
 }
 
+std::vector<double> TimeLimit::checkpoint_state() const {
+  std::vector<double> out{static_cast<double>(max_episode_steps_), static_cast<double>(elapsed_steps_),
+                          truncated_ ? 1.0 : 0.0};
+  const std::vector<double> inner_state = inner().checkpoint_state();
+  out.insert(out.end(), inner_state.begin(), inner_state.end());
+  return out;
+}
+
+void TimeLimit::restore_checkpoint_state(const std::vector<double>& state) {
+  const std::string who = name() + " (TimeLimit)";
+  CheckpointStateReader in(state, who);
+  const uint64_t limit = in.count("max_episode_steps");
+  CTRAX_REQUIRE(limit == static_cast<uint64_t>(max_episode_steps_), who,
+                ": restore_checkpoint_state: the state is of a time limit of ", limit,
+                " steps, this TimeLimit has max_episode_steps ", max_episode_steps_);
+  const auto elapsed = static_cast<int64_t>(in.count("the elapsed steps", limit));
+  const bool truncated = in.flag("the truncated flag");
+  // Truncation is exactly reaching the limit (reset and set_state clear both).
+  CTRAX_REQUIRE(truncated == (elapsed >= max_episode_steps_), who, ": restore_checkpoint_state: ", elapsed,
+                " elapsed steps of ", max_episode_steps_, " with the truncated flag ", truncated ? 1 : 0,
+                " (truncated is set exactly when the limit is reached)");
+  inner().restore_checkpoint_state(in.rest());  // all or nothing; nothing of ours has changed yet
+  elapsed_steps_ = elapsed;
+  truncated_ = truncated;
+}
+
 }  // namespace ctrax

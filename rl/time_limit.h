@@ -9,6 +9,10 @@
 // Counting: reset() sets the count to 0; so does set_state() (the given state starts the
 // count afresh: the wrapper cannot know how many steps led there). What it is not for:
 // limits in wall-clock time.
+//
+// Checkpoints (rl/env.h): max_episode_steps, the elapsed steps, whether the episode was
+// truncated (0 or 1), then the inner environment's checkpoint_state. Restoring requires the
+// same max_episode_steps (a run resumed under another limit would not continue the same way).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +29,8 @@ class TimeLimit final : public EnvWrapper {
   Tensor reset(std::optional<uint64_t> seed = std::nullopt) override;
   StepResult step(const Tensor& action) override;
   void set_state(const std::vector<double>& state) override;
+  std::vector<double> checkpoint_state() const override;
+  void restore_checkpoint_state(const std::vector<double>& state) override;
 
   int64_t max_episode_steps() const { return max_episode_steps_; }
   // Steps taken since the last reset or set_state.

@@ -2,6 +2,7 @@
 #include "trajectory.h"
 
 #include <algorithm>
+#include <utility>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -117,6 +118,54 @@ Trajectory::Trajectory(const TrajectoryData& data, double gamma) {
   }
   total_return_ = 0.0;
   for (double x : r) total_return_ += x;
+}
+
+Trajectory Trajectory::from_parts(const TrajectoryParts& p) {
+  const char* who = "Trajectory::from_parts";
+  CTRAX_REQUIRE(p.observations.defined() && p.observations.rank() >= 1 && p.observations.shape()[0] >= 2, who,
+                ": observations must be [T + 1, ...] with T >= 1 steps, got ",
+                p.observations.defined() ? p.observations.shape() : Shape{},
+                p.observations.defined() ? "" : " (undefined)");
+  const int64_t t = p.observations.shape()[0] - 1;
+  CTRAX_REQUIRE(p.actions.defined() && p.actions.rank() >= 1 && p.actions.shape()[0] == t, who,
+                ": actions must be [T, ...] with T = ", t, ", got ", p.actions.defined() ? p.actions.shape() : Shape{},
+                p.actions.defined() ? "" : " (undefined)");
+  // The per-step fields: [T] (or [T, D]) in the dtype the getters promise.
+  auto require_field = [&](const char* field, const Tensor& x, DType dtype, bool matrix) {
+    const bool ok = x.defined() && x.dtype() == dtype &&
+                    (matrix ? x.rank() == 2 && x.shape()[0] == t : x.shape() == Shape{t});
+    CTRAX_REQUIRE(ok, who, ": ", field, " must be ", dtype_name(dtype), matrix ? " [T, D]" : " [T]", " with T = ", t,
+                  ", got ", x.defined() ? dtype_name(x.dtype()) : "an undefined tensor", " ",
+                  x.defined() ? x.shape() : Shape{});
+  };
+  require_field("rewards", p.rewards, DType::float32, false);
+  require_field("dist_inputs", p.dist_inputs, DType::float32, true);
+  require_field("discount_mask", p.discount_mask, DType::boolean, false);
+  require_field("returns", p.returns, DType::float32, false);
+  for (const auto& [field, x] : {std::pair<const char*, const Tensor&>{"observations", p.observations},
+                                 {"actions", p.actions},
+                                 {"rewards", p.rewards},
+                                 {"dist_inputs", p.dist_inputs},
+                                 {"discount_mask", p.discount_mask},
+                                 {"returns", p.returns}})
+    require_cpu(field, x);
+  Trajectory out;
+  out.length_ = t;
+  out.observations_ = owned_copy(p.observations, p.observations.dtype());
+  out.actions_ = owned_copy(p.actions, p.actions.dtype());
+  out.rewards_ = owned_copy(p.rewards, DType::float32);
+  out.dist_inputs_ = owned_copy(p.dist_inputs, DType::float32);
+  out.discount_mask_ = owned_copy(p.discount_mask, DType::boolean);
+  out.returns_ = owned_copy(p.returns, DType::float32);
+  out.terminated_ = p.terminated;
+  out.truncated_ = p.truncated;
+  out.total_return_ = p.total_return;
+  return out;
+}
+
+TrajectoryParts Trajectory::parts() const {
+  return TrajectoryParts{observations_, actions_,   rewards_,    dist_inputs_, discount_mask_,
+                         returns_,      terminated_, truncated_, total_return_};
 }
 
 TimeStepBatch Trajectory::to_batch(int64_t margin) const {

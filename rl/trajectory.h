@@ -68,11 +68,32 @@ struct TrajectoryData {
   bool truncated = false;
 };
 
+// Everything a Trajectory holds, as it holds it (the dtypes of its getters). This is what a
+// checkpoint stores (RLTask::export_state): the returns were computed in double from the
+// rewards as the collector gave them, so the float32 rewards kept could not reproduce them.
+struct TrajectoryParts {
+  Tensor observations;   // [T + 1, ...], any dtype; T >= 1
+  Tensor actions;        // [T, ...], any dtype
+  Tensor rewards;        // [T] float32
+  Tensor dist_inputs;    // [T, D] float32, D >= 0
+  Tensor discount_mask;  // [T] bool
+  Tensor returns;        // [T] float32
+  bool terminated = false;
+  bool truncated = false;
+  double total_return = 0.0;
+};
+
 class Trajectory {
  public:
   // Validates the shapes (ctrax::Error naming the field), copies the data into contiguous
   // tensors of the documented dtypes, and computes the returns with discount gamma in [0, 1].
   Trajectory(const TrajectoryData& data, double gamma);
+  // Exactly the given parts (returns and total_return as they are). Validates the shapes and
+  // dtypes (ctrax::Error naming the field) and copies the data into contiguous tensors.
+  static Trajectory from_parts(const TrajectoryParts& parts);
+  // The parts of this trajectory (its tensors, shared, not copied): from_parts(parts()) is
+  // an equal trajectory.
+  TrajectoryParts parts() const;
 
   // T, the number of steps.
   int64_t length() const { return length_; }
@@ -97,6 +118,8 @@ class Trajectory {
   TimeStepBatch to_batch(int64_t margin = 1) const;
 
  private:
+  Trajectory() = default;
+
   int64_t length_ = 0;
   Tensor observations_, actions_, rewards_, dist_inputs_, discount_mask_, returns_;
   bool terminated_ = false;

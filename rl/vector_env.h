@@ -20,6 +20,15 @@
 // nothing per step; SyncVectorEnv allocates only what its environments' step() and reset()
 // do. Stepping before the first reset() throws ctrax::Error.
 //
+// Checkpoints: checkpoint_state() is everything the vector environment needs to go on exactly as
+// if it had never stopped (each copy's complete state, the seeding flag, the last VectorStep's
+// tensors); restore_checkpoint_state() puts one constructed the same way into it, after which
+// the same actions give the same VectorSteps bit for bit. A state begins with a number naming
+// its kind (1: SyncVectorEnv, 2: CartPoleVectorEnv) and the copy count; each class documents
+// the rest. Restoring checks everything and changes nothing when it throws ctrax::Error. The
+// defaults throw CheckpointNotSupported (rl/env.h), as does a SyncVectorEnv whose copies cannot
+// be checkpointed.
+//
 // What it is not for: asynchronous (one process per copy) stepping; the built-in
 // environments are far cheaper to step than to ship across processes.
 #pragma once
@@ -55,6 +64,12 @@ class VectorEnv {
   virtual Tensor reset(std::optional<uint64_t> seed = std::nullopt) = 0;
   // actions: [N, ...action shape]; each row must be in the action space.
   virtual const VectorStep& step(const Tensor& actions) = 0;
+
+  // The complete, resumable state (see the top of this file). The defaults throw
+  // CheckpointNotSupported: "<name>: this vector environment does not support checkpoints;
+  // implement checkpoint_state and restore_checkpoint_state (rl/vector_env.h)".
+  virtual std::vector<double> checkpoint_state() const;
+  virtual void restore_checkpoint_state(const std::vector<double>& state);
 };
 
 using VectorEnvPtr = std::unique_ptr<VectorEnv>;
@@ -64,6 +79,12 @@ using VectorEnvPtr = std::unique_ptr<VectorEnv>;
 // action rows are checked against the space before any copy steps; Box rows go to each copy
 // as they are (environments differ in what they accept outside the bounds), so a row that
 // copy k rejects throws after copies 0..k-1 have stepped: reset() before stepping again.
+//
+// checkpoint_state(): 1 (the kind), N, whether reset() was ever called (0 or 1), E = elements
+// of one observation, then the last VectorStep: observations (N * E values), final_observations
+// (N * E), rewards (N), terminated (N, 0 or 1), truncated (N), then for each copy the length of
+// its checkpoint_state and that state (Env::checkpoint_state: every wrapper and the environment
+// must support checkpoints). Observation values must be exact in the observation dtype.
 class SyncVectorEnv final : public VectorEnv {
  public:
   SyncVectorEnv(const std::function<EnvPtr()>& make, int64_t num_envs);
@@ -73,12 +94,24 @@ class SyncVectorEnv final : public VectorEnv {
   const Space& single_action_space() const override { return envs_.front()->action_space(); }
   Tensor reset(std::optional<uint64_t> seed = std::nullopt) override;
   const VectorStep& step(const Tensor& actions) override;
+  std::vector<double> checkpoint_state() const override;
+  void restore_checkpoint_state(const std::vector<double>& state) override;
 
  private:
   std::vector<EnvPtr> envs_;
   VectorStep out_;
   bool ever_reset_ = false;
 };
+
+// ---- Helpers for checkpoint_state implementations ------------------------------------------
+// The tensors of `step` as numbers, in the order observations, final_observations, rewards,
+// terminated, truncated (each row-major; flags 0 or 1).
+void append_vector_step(std::vector<double>& state, const VectorStep& step);
+// Reads what append_vector_step wrote into new tensors of the shapes and dtypes of `like`,
+// checking every value (flags 0 or 1; observations exactly representable in their dtype).
+VectorStep read_vector_step(CheckpointStateReader& in, const VectorStep& like);
+// Copies `from` into the tensors of `to` (same shapes and dtypes), keeping `to`'s storage.
+void assign_vector_step(VectorStep& to, const VectorStep& from);
 
 // N copies of a built-in environment (names as make_env), with its registered time limit
 // unless max_episode_steps overrides it (0: none). Uses a batched implementation (state of all

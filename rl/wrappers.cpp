@@ -55,6 +55,34 @@ std::vector<double> box_action_values(const char* wrapper, const Env& env, const
   return values;
 }
 
+// A running statistic in a checkpoint state: count, mean, var (float64, row-major).
+void append_statistics(std::vector<double>& out, const RunningMeanStd& s) {
+  out.push_back(s.count());
+  const std::vector<double> mean = s.mean().to_vector<double>(), var = s.var().to_vector<double>();
+  out.insert(out.end(), mean.begin(), mean.end());
+  out.insert(out.end(), var.begin(), var.end());
+}
+
+struct Statistics {
+  Tensor mean, var;
+  double count;
+};
+
+// Reads and checks what append_statistics wrote for a statistic of `shape` (RunningMeanStd::set
+// then accepts it without throwing).
+Statistics read_statistics(CheckpointStateReader& in, const Shape& shape) {
+  const double count = in.number("the statistics' count");
+  CTRAX_REQUIRE(count > 0, in.who(), ": restore_checkpoint_state: the statistics' count is ", count,
+                " (expected > 0)");
+  const auto k = static_cast<size_t>(shape.numel());
+  const std::vector<double> mean = in.numbers(k, "the statistics' mean");
+  const std::vector<double> var = in.numbers(k, "the statistics' var");
+  for (size_t j = 0; j < k; ++j)
+    CTRAX_REQUIRE(var[j] >= 0, in.who(), ": restore_checkpoint_state: the statistics' var value ", j, " is ", var[j],
+                  " (expected >= 0)");
+  return {from_vector(mean, shape), from_vector(var, shape), count};
+}
+
 const Space& require_box_actions(const char* wrapper, const Env& env) {
   const Space& space = env.action_space();
   CTRAX_REQUIRE(space.kind() == Space::Kind::box, wrapper, ": ", env.name(), " has the action space ", space,
@@ -182,6 +210,23 @@ StepResult NormalizeObservation::step(const Tensor& action) {
 
 Tensor NormalizeObservation::observation() const { return normalize(EnvWrapper::observation()); }
 
+std::vector<double> NormalizeObservation::checkpoint_state() const {
+  std::vector<double> out{update_ ? 1.0 : 0.0};
+  append_statistics(out, statistics_);
+  const std::vector<double> inner_state = inner().checkpoint_state();
+  out.insert(out.end(), inner_state.begin(), inner_state.end());
+  return out;
+}
+
+void NormalizeObservation::restore_checkpoint_state(const std::vector<double>& state) {
+  CheckpointStateReader in(state, name() + " (NormalizeObservation)");
+  const bool update = in.flag("update_running_mean");
+  const Statistics s = read_statistics(in, statistics_.shape());
+  inner().restore_checkpoint_state(in.rest());  // all or nothing; nothing of ours has changed yet
+  statistics_.set(s.mean, s.var, s.count);
+  update_ = update;
+}
+
 // ---- NormalizeReward ----------------------------------------------------------------------------
 
 NormalizeReward::NormalizeReward(EnvPtr env, double gamma, double epsilon)
@@ -201,6 +246,26 @@ StepResult NormalizeReward::step(const Tensor& action) {
   return result;
 }
 
+std::vector<double> NormalizeReward::checkpoint_state() const {
+  std::vector<double> out{update_ ? 1.0 : 0.0};
+  append_statistics(out, statistics_);
+  out.push_back(return_);
+  const std::vector<double> inner_state = inner().checkpoint_state();
+  out.insert(out.end(), inner_state.begin(), inner_state.end());
+  return out;
+}
+
+void NormalizeReward::restore_checkpoint_state(const std::vector<double>& state) {
+  CheckpointStateReader in(state, name() + " (NormalizeReward)");
+  const bool update = in.flag("update_running_mean");
+  const Statistics s = read_statistics(in, statistics_.shape());
+  const double discounted_return = in.number("the discounted return");
+  inner().restore_checkpoint_state(in.rest());
+  statistics_.set(s.mean, s.var, s.count);
+  return_ = discounted_return;
+  update_ = update;
+}
+
 void NormalizeReward::set_discounted_return(double value) {
   CTRAX_REQUIRE(std::isfinite(value), "NormalizeReward::set_discounted_return: got ", value,
                 " (expected a finite number)");
@@ -209,7 +274,7 @@ void NormalizeReward::set_discounted_return(double value) {
 
 // ---- ClipAction ---------------------------------------------------------------------------------
 
-ClipAction::ClipAction(EnvPtr env) : EnvWrapper(std::move(env)), action_space_(Space::discrete(1)) {
+ClipAction::ClipAction(EnvPtr env) : EnvWrapper(std::move(env), Stateless{}), action_space_(Space::discrete(1)) {
   const Space& inner_space = require_box_actions("ClipAction", inner());
   action_space_ = Space::box(inner_space.shape(), -kInf, kInf, inner_space.dtype());
   low_ = values_of(inner_space.low());
@@ -230,7 +295,7 @@ RescaleAction::RescaleAction(EnvPtr env, double min_action, double max_action)
                     scalar_tensor(max_action, DType::float64)) {}
 
 RescaleAction::RescaleAction(EnvPtr env, const Tensor& min_action, const Tensor& max_action)
-    : EnvWrapper(std::move(env)), action_space_(Space::discrete(1)) {
+    : EnvWrapper(std::move(env), Stateless{}), action_space_(Space::discrete(1)) {
   const Space& inner_space = require_box_actions("RescaleAction", inner());
   CTRAX_REQUIRE(inner_space.is_bounded(), "RescaleAction: ", inner().name(), " has the action space ", inner_space,
                 " with an infinite bound (expected a bounded Box: an infinite interval has no affine image of a "
@@ -296,6 +361,37 @@ void RecordEpisodeStatistics::set_state(const std::vector<double>& state) {
   EnvWrapper::set_state(state);
   return_ = 0.0;
   length_ = 0;
+}
+
+std::vector<double> RecordEpisodeStatistics::checkpoint_state() const {
+  std::vector<double> out{return_,
+                          static_cast<double>(length_),
+                          last_return_ ? 1.0 : 0.0,
+                          last_return_.value_or(0.0),
+                          static_cast<double>(last_length_.value_or(0)),
+                          static_cast<double>(count_)};
+  const std::vector<double> inner_state = inner().checkpoint_state();
+  out.insert(out.end(), inner_state.begin(), inner_state.end());
+  return out;
+}
+
+void RecordEpisodeStatistics::restore_checkpoint_state(const std::vector<double>& state) {
+  CheckpointStateReader in(state, name() + " (RecordEpisodeStatistics)");
+  const double episode_return = in.value("the episode return");
+  const auto length = static_cast<int64_t>(in.count("the episode length"));
+  const bool has_last = in.flag("the finished-episode flag");
+  const double last_return = in.value("the last episode's return");
+  const auto last_length = static_cast<int64_t>(in.count("the last episode's length"));
+  const auto count = static_cast<int64_t>(in.count("the episode count"));
+  CTRAX_REQUIRE(has_last == (count > 0), in.who(), ": restore_checkpoint_state: the episode count is ", count,
+                " but the finished-episode flag ", has_last ? 1 : 0, " (an episode has finished exactly when the count "
+                "is > 0)");
+  inner().restore_checkpoint_state(in.rest());
+  return_ = episode_return;
+  length_ = length;
+  last_return_ = has_last ? std::optional<double>(last_return) : std::nullopt;
+  last_length_ = has_last ? std::optional<int64_t>(last_length) : std::nullopt;
+  count_ = count;
 }
 
 }  // namespace ctrax

@@ -11,6 +11,11 @@
 // and put into a SyncVectorEnv through its factory. The running statistics have getters and
 // setters so that a checkpoint can save and restore them with the model.
 //
+// Checkpoints (rl/env.h): each wrapper's checkpoint_state is its own values, listed at the
+// class, followed by the inner environment's checkpoint_state; a running statistic appears as
+// count, mean (one value per element), var (the same). ClipAction and RescaleAction keep
+// nothing of their own between calls, so theirs is the inner environment's.
+//
 // What it is not for: vector-level normalisation across the copies of a VectorEnv (each
 // wrapped copy keeps its own statistics, as Gymnasium's per-env wrappers do), or image
 // observations (no frame stacking or resizing here).
@@ -74,6 +79,9 @@ class NormalizeObservation final : public EnvWrapper {
   StepResult step(const Tensor& action) override;
   // The current observation normalised with the current statistics (no update).
   Tensor observation() const override;
+  // update_running_mean (0 or 1), the statistics (count, mean, var), then the inner state.
+  std::vector<double> checkpoint_state() const override;
+  void restore_checkpoint_state(const std::vector<double>& state) override;
 
   bool update_running_mean() const { return update_; }
   void set_update_running_mean(bool update) { update_ = update; }
@@ -103,6 +111,10 @@ class NormalizeReward final : public EnvWrapper {
   explicit NormalizeReward(EnvPtr env, double gamma = 0.99, double epsilon = 1e-8);
 
   StepResult step(const Tensor& action) override;
+  // update_running_mean (0 or 1), the statistics of G (count, mean, var), G, then the inner
+  // state.
+  std::vector<double> checkpoint_state() const override;
+  void restore_checkpoint_state(const std::vector<double>& state) override;
 
   bool update_running_mean() const { return update_; }
   void set_update_running_mean(bool update) { update_ = update; }
@@ -170,6 +182,11 @@ class RecordEpisodeStatistics final : public EnvWrapper {
   Tensor reset(std::optional<uint64_t> seed = std::nullopt) override;
   StepResult step(const Tensor& action) override;
   void set_state(const std::vector<double>& state) override;
+  // The episode return and length in progress, 1 if an episode has finished (else 0), the last
+  // finished one's return and length (0 when none), the episode count, then the inner state.
+  // The returns may be any double (they sum whatever rewards the environment gave).
+  std::vector<double> checkpoint_state() const override;
+  void restore_checkpoint_state(const std::vector<double>& state) override;
 
   double episode_return() const { return return_; }
   int64_t episode_length() const { return length_; }

@@ -49,6 +49,41 @@ void ClassicControlEnv::set_state(const std::vector<double>& state) {
   ever_reset_ = true;
 }
 
+std::vector<double> ClassicControlEnv::checkpoint_state() const {
+  std::vector<double> out;
+  append_key(out, key_);
+  out.push_back(static_cast<double>(episodes_));
+  append_key(out, episode_key_);
+  out.push_back(static_cast<double>(steps_in_episode_));
+  out.push_back(running_ ? 1.0 : 0.0);
+  out.push_back(ever_reset_ ? 1.0 : 0.0);
+  const std::vector<double> own = checkpoint_values();
+  out.insert(out.end(), own.begin(), own.end());
+  return out;
+}
+
+void ClassicControlEnv::restore_checkpoint_state(const std::vector<double>& state) {
+  CheckpointStateReader in(state, name_);
+  const Key key = in.key("the key");
+  const uint64_t episodes = in.count("the episode count");
+  const Key episode_key = in.key("the episode key");
+  const uint64_t steps = in.count("the steps in the episode");
+  const bool running = in.flag("the running flag");
+  const bool ever_reset = in.flag("the ever-reset flag");
+  CTRAX_REQUIRE(ever_reset || !running, name_,
+                ": restore_checkpoint_state: the state says an episode is running but none was ever started");
+  const size_t own = checkpoint_values().size();
+  const std::vector<double> values = in.numbers(own, "the environment's state");
+  in.finish();
+  restore_checkpoint_values(values);  // checks its values first; throws before any change
+  key_ = key;
+  episodes_ = episodes;
+  episode_key_ = episode_key;
+  steps_in_episode_ = steps;
+  running_ = running;
+  ever_reset_ = ever_reset;
+}
+
 int64_t ClassicControlEnv::discrete_action(const Tensor& action) const {
   const int64_t n = action_space_.n();
   CTRAX_REQUIRE(action.defined(), name_, ": the action is an undefined tensor (expected an integer in [0, ", n, "))");

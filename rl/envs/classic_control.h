@@ -15,6 +15,17 @@
 // Episode rules (rl/env.h): step before the first reset, or after a terminated step, throws
 // ctrax::Error naming the environment (Gymnasium warns and returns undefined values).
 // set_state starts stepping from the given state as if an episode had reached it.
+//
+// Checkpoints (rl/env.h): checkpoint_state() is, in this order,
+//   [0, 1]  the key's words (Key(seed) of the last seeded reset; Key(0) before any)
+//   [2]     episodes drawn from that key so far
+//   [3, 4]  the current episode's key (fold_in(key, episode); Acrobot's torque noise uses it)
+//   [5]     steps taken in the current episode
+//   [6]     running: whether step() may be called (0 after a terminated step)
+//   [7]     ever reset: whether an episode was ever started (only the error message uses it)
+//   [8...]  the environment's own values: state(), then anything else its dynamics keep
+//           (MountainCarContinuous: 1 when the state holds float32 values, else 0)
+// so a restored environment continues the episode in progress and draws the same next episodes.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +48,8 @@ class ClassicControlEnv : public Env {
   StepResult step(const Tensor& action) final;
   std::vector<double> state() const final { return state_values(); }
   void set_state(const std::vector<double>& state) final;
+  std::vector<double> checkpoint_state() const final;
+  void restore_checkpoint_state(const std::vector<double>& state) final;
 
  protected:
   ClassicControlEnv(std::string name, Space observation_space, Space action_space, size_t state_size);
@@ -49,6 +62,12 @@ class ClassicControlEnv : public Env {
   virtual std::vector<double> state_values() const = 0;
   // Called with a state of the right length and finite values.
   virtual void assign_state(const std::vector<double>& state) = 0;
+  // The environment's own part of a checkpoint (entries 8... above): by default state_values(),
+  // restored by assign_state. An environment whose dynamics keep more overrides both;
+  // restore_checkpoint_values gets as many finite values as checkpoint_values() returns and
+  // must check them before changing anything.
+  virtual std::vector<double> checkpoint_values() const { return state_values(); }
+  virtual void restore_checkpoint_values(const std::vector<double>& values) { assign_state(values); }
 
   // The index of a Discrete(n) action: an int32 or int64 tensor with one element (rank 0 or
   // one element of any rank), in [0, n). Anything else throws ctrax::Error naming the env.

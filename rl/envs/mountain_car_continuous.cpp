@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "../../kernels/check.h"
+
 namespace ctrax {
 
 namespace {
@@ -94,6 +96,27 @@ void MountainCarContinuousEnv::reset_state(Key key) {
 void MountainCarContinuousEnv::assign_state(const std::vector<double>& state) {
   state_ = {state[0], state[1]};
   float32_state_ = false;
+}
+
+std::vector<double> MountainCarContinuousEnv::checkpoint_values() const {
+  return {state_[0], state_[1], float32_state_ ? 1.0 : 0.0};
+}
+
+void MountainCarContinuousEnv::restore_checkpoint_values(const std::vector<double>& values) {
+  CTRAX_REQUIRE(values.size() == 3 && (values[2] == 0.0 || values[2] == 1.0), name(),
+                ": restore_checkpoint_state: the float32-state flag is ", values.size() == 3 ? values[2] : -1.0,
+                " (expected 0 or 1)");
+  // A float32 state must hold float32 values, or the next step's roundings would not be NumPy's.
+  const bool f32 = values[2] == 1.0;
+  // (Beyond float32's range the cast would be undefined behaviour: such a value is no float32.)
+  auto is_float32 = [](double v) {
+    return std::abs(v) <= 3.4028234663852886e38 && static_cast<double>(static_cast<float>(v)) == v;
+  };
+  CTRAX_REQUIRE(!f32 || (is_float32(values[0]) && is_float32(values[1])),
+                name(), ": restore_checkpoint_state: the state (", values[0], ", ", values[1],
+                ") is flagged float32 but does not hold float32 values");
+  state_ = {values[0], values[1]};
+  float32_state_ = f32;
 }
 
 Tensor MountainCarContinuousEnv::observation() const { return float32_observation({state_[0], state_[1]}); }

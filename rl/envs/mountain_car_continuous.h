@@ -17,6 +17,8 @@
 // float64 values, like a reset.
 //
 // State (set_state/state layout): position, velocity. Observation: the state as float32.
+// Checkpoints (classic_control.h) add after the state whether it holds float32 values (1) or
+// float64 ones (0, after a reset or set_state): the next step rounds differently.
 // Reset: position uniform in [-0.6, -0.4), velocity 0. Time limit (make_env): 999 steps.
 #pragma once
 
@@ -59,6 +61,8 @@ class MountainCarContinuousEnv final : public ClassicControlEnv {
   StepResult step_state(const Tensor& action) override;
   std::vector<double> state_values() const override { return {state_[0], state_[1]}; }
   void assign_state(const std::vector<double>& state) override;
+  std::vector<double> checkpoint_values() const override;
+  void restore_checkpoint_values(const std::vector<double>& values) override;
 
  private:
   MountainCarContinuousParams params_;

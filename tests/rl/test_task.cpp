@@ -294,6 +294,7 @@ TEST_CASE("RLTask collects CartPole episodes with a fixed policy, one policy cal
   for (const Trajectory& t : pieces)
     for (double x : values(t.observations().select(0, 0))) CHECK(std::abs(x) <= 0.0501);
   CHECK(stats.mean_return == doctest::Approx(sum / 3));
+  CHECK(stats.mean_length == doctest::Approx(static_cast<double>(steps) / 3));
   CHECK(stats.n_trajectories == 3);
   CHECK(stats.n_interactions == steps);
   CHECK(rec->calls == steps);
@@ -330,6 +331,7 @@ TEST_CASE("RLTask counts the first pieces of every copy, not the first to finish
   auto rec = std::make_shared<Recorder>();
   const ctrax::CollectStats stats = task.collect_trajectories(fixed_policy(0, rec), trajectories(4));
   CHECK(stats.mean_return == doctest::Approx(5.5));
+  CHECK(stats.mean_length == doctest::Approx(5.5));
   CHECK(stats.n_trajectories == 4);
   CHECK(rec->calls == 20);
   CHECK(stats.n_interactions == 40);
