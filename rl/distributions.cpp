@@ -269,6 +269,19 @@ LayerPtr LogProb(DistributionPtr distribution) {
             2, 1);
 }
 
+DistributionPtr distribution_for_space(const Space& space, DistributionPtr given, const std::string& who) {
+  DistributionPtr natural = create_distribution(space);
+  if (!given) return natural;
+  const auto* given_categorical = dynamic_cast<const Categorical*>(given.get());
+  const auto* natural_categorical = dynamic_cast<const Categorical*>(natural.get());
+  const bool fits = given->event_shape() == natural->event_shape() &&
+                    (given_categorical != nullptr) == (natural_categorical != nullptr) &&
+                    (!given_categorical || given_categorical->n_categories() == natural_categorical->n_categories());
+  CTRAX_REQUIRE(fits, who, ": the distribution ", given->name(), " does not fit the action space ", space,
+                ", which needs a distribution like ", natural->name());
+  return given;
+}
+
 LayerPtr LogLoss(DistributionPtr distribution) {
   CTRAX_REQUIRE(distribution != nullptr, "LogLoss: the distribution is null");
   // -sum(w log pi), as Trax's Serial(LogProb, Negate, WeightedSum).

@@ -102,6 +102,10 @@ class Gaussian final : public Distribution {
 };
 
 DistributionPtr create_distribution(const Space& space);
+// `given` when it fits `space` (the same kind of samples, integer categories or real vectors, of
+// the same event shape, and for categories the same count), create_distribution(space) when
+// `given` is null; else ctrax::Error starting with `who` and naming both.
+DistributionPtr distribution_for_space(const Space& space, DistributionPtr given, const std::string& who);
 
 // Layers (Trax's LogProb and LogLoss): LogProb(d): (inputs, points) -> log_prob;
 // LogLoss(d): (inputs, points, weights) -> -sum(weights * log_prob), a sum (callers normalise
