@@ -1,0 +1,106 @@
+// PolicyAgent: an Agent with a policy network trained by a supervised Trainer (Trax's
+// PolicyAgent / PolicyTrainer), and PolicyGradient, REINFORCE on top of it (Trax's
+// PolicyGradient, the seed's ExamplePolicyTrainer).
+//
+// What it is for: everything the policy-based trainers share: the policy network, its
+// distribution (create_distribution of the task's action space), acting, and the policy
+// Trainer (optim/trainer.h) with its optimizer, schedule and batch size. What it is not for:
+// value functions (rl/actor_critic.h) or one network with two heads (rl/actor_critic_joint.h).
+//
+// The policy model maps observations [B, L, ...] to distribution inputs [B, L, D] with
+// D = distribution().n_inputs(), e.g. Policy(D, body) of layers/models.h. Acting runs it on
+// [N, 1, ...] (the N current observations as slices of length 1; ctrax's policies see one
+// observation, not a history) in Mode::collect, which is when a Normalize layer updates its
+// statistics; evaluation runs in Mode::eval. The collect model's state is copied into the policy
+// Trainer before each training epoch (Trax does the same).
+//
+// PolicyGradient (REINFORCE). Each policy training step takes a batch of slices from the last
+// collected epoch, and weights each step's log-likelihood by its normalised return:
+//   A_t = (R_t - mean(R)) / (std(R) + 1e-5),   loss = -sum_t m_t A_t log pi(a_t | o_t) / sum_t m_t
+// with the mean and std over the batch's steps (m = 1) only. Trax's ExamplePolicyTrainer marks
+// padding with an action id of 0 (id_to_mask = 0) on shifted actions; ctrax's batches carry the
+// mask, which removes the padding without shifting actions.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "../layers/layer.h"
+#include "../optim/optimizer.h"
+#include "../optim/schedules.h"
+#include "../optim/trainer.h"
+#include "agent.h"
+#include "distributions.h"
+
+namespace ctrax {
+
+struct PolicyAgentOptions {
+  LayerPtr policy_model;                        // required: [B, L, ...] -> [B, L, D]
+  // The action distribution; default create_distribution(action space): Categorical for
+  // discrete spaces, Gaussian with a fixed std of 1 for Box spaces. Give e.g.
+  // Gaussian(shape, 0.5, LearnStd::separate) to learn the std. It must fit the action space.
+  DistributionPtr distribution;
+  std::shared_ptr<Optimizer> policy_optimizer;  // default: Adam with Trax's defaults
+  Schedule policy_lr_schedule;                  // default: multifactor_schedule()
+  int64_t policy_batch_size = 64;               // >= 1 slices per batch
+  int64_t policy_train_steps_per_epoch = 500;   // >= 0
+  int64_t policy_evals_per_epoch = 1;           // >= 0: evaluations of the policy loss per epoch (metrics only)
+  int64_t policy_eval_steps = 1;                // >= 1: batches per such evaluation
+  std::optional<int64_t> max_slice_length = 1;  // >= 1; none: whole trajectories
+  uint64_t seed = 0;                            // the policy's initial weights and sampling
+};
+
+// options.distribution, or create_distribution(task.action_space()) when unset; throws
+// ctrax::Error when the given one does not fit the action space (kind, number of categories,
+// event shape).
+DistributionPtr policy_distribution(const RLTask& task, const PolicyAgentOptions& options);
+
+class PolicyAgent : public Agent {
+ public:
+  ~PolicyAgent() override;
+
+  const Distribution& distribution() const { return *distribution_; }
+  DistributionPtr distribution_ptr() const { return distribution_; }
+  Trainer& policy_trainer() { return *policy_trainer_; }
+  const PolicyAgentOptions& policy_options() const { return policy_options_; }
+  // Distribution inputs [B, L, D] of the current policy for observations [B, L, ...] (Mode::eval).
+  Tensor policy_outputs(const Tensor& observations) const;
+
+ protected:
+  // `loss` takes (distribution inputs, n_loss_inputs batch entries...); `metrics` the same.
+  // `batch` makes policy batch `index` (observations, loss inputs...).
+  PolicyAgent(RLTask& task, AgentOptions agent_options, PolicyAgentOptions policy_options, LayerPtr loss,
+              std::map<std::string, LayerPtr> metrics, int n_loss_inputs, BatchStream batch);
+
+  PolicyOutput act(const Tensor& observations, Key key, double temperature) override;
+  // Copies the collect state into the trainer, then trains policy_train_steps_per_epoch steps
+  // in policy_evals_per_epoch chunks, evaluating after each; returns "policy/<metric>" values
+  // of the last evaluation (or of the last step without evaluations).
+  Metrics train_policy();
+  void export_state(std::map<std::string, Tensor>& tensors, io::ManifestFields& fields) const override;
+  void import_state(const io::Checkpoint& checkpoint) override;
+  // The observation signature of policy batches: [batch, length, ...observation shape].
+  Signature policy_signature(int64_t batch_size, int64_t length) const;
+
+ private:
+  PolicyAgentOptions policy_options_;
+  DistributionPtr distribution_;
+  std::unique_ptr<Trainer> policy_trainer_;
+  Tree collect_state_;  // the policy model's state as acting left it (Normalize statistics)
+};
+
+class PolicyGradient final : public PolicyAgent {
+ public:
+  PolicyGradient(RLTask& task, AgentOptions agent_options, PolicyAgentOptions policy_options);
+  std::string name() const override { return "PolicyGradient"; }
+
+ protected:
+  Metrics train_epoch() override { return train_policy(); }
+
+ private:
+  // (observations, actions, weights) with the weights of the top of this file.
+  Batch policy_batch(int64_t index) const;
+};
+
+}  // namespace ctrax
