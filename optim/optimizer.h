@@ -79,7 +79,7 @@ class Optimizer {
   virtual Shape slot_shape(const Tensor& weight, size_t index) const;
   // Checks what depends on the learning rate given to update() (AdamW: lr * weight_decay < 1),
   // before anything is modified; update() has already checked that it is >= 0 and finite.
-  virtual void check_learning_rate(double learning_rate) const {}
+  virtual void check_learning_rate(double /*learning_rate*/) const {}
   // Updates one weight and its slots. The gradient is to be multiplied by grad_scale (1, or
   // the clipping factor) inside the loop. Returns the sum of squares of the weight's values
   // before the update (computed in the same pass, for OptimizerStats::weights_l2). update()

@@ -1,0 +1,82 @@
+// Strict TOML configuration reading (tools/config.h): typed getters with defaults written
+// back, ranges, choices, sub-tables, unknown keys with file and line, and --set overrides.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <config.h>
+#include <ctrax/kernels/check.h>
+
+using ctrax::Error;
+using ctrax::tools::apply_overrides;
+using ctrax::tools::ConfigTable;
+using ctrax::tools::parse_config_file;
+using ctrax::tools::parse_config_text;
+
+TEST_CASE("Config reading: values, defaults written back, sub-tables") {
+  toml::table t = parse_config_text(
+      "seed = 3\nrate = 0.5\nname = \"tanh\"\n[policy]\nwidths = [64, 32]\nnormalize = true\n", "test.toml");
+  ConfigTable root(t, "test.toml");
+  CHECK(root.integer("seed", 0, 0) == 3);
+  CHECK(root.number("rate", 1.0, 0.0, 1.0) == 0.5);
+  CHECK(root.number("missing", 2.5) == 2.5);
+  CHECK(root.choice("name", "relu", {"relu", "tanh"}) == "tanh");
+  CHECK(!root.optional_integer("absent").has_value());
+  ConfigTable policy = root.table("policy");
+  CHECK(policy.integers("widths", {}, 1, 4096) == std::vector<int64_t>{64, 32});
+  CHECK(policy.boolean("normalize", false));
+  CHECK(policy.numbers("temperatures", {0.0, 0.5}, 0, 10) == std::vector<double>{0.0, 0.5});
+  CHECK_NOTHROW(policy.finish());
+  CHECK_NOTHROW(root.finish());
+  // Defaults are now part of the table: the resolved configuration.
+  CHECK(t["missing"].value<double>() == 2.5);
+  CHECK(t["policy"]["temperatures"].as_array()->size() == 2);
+  // An integer is accepted where a number is expected.
+  CHECK(root.number("seed", 0.0) == 3.0);
+}
+
+TEST_CASE("Config reading: errors name the file, the line, the key and what is allowed") {
+  toml::table t = parse_config_text(
+      "seed = -1\nrate = \"fast\"\nname = \"sigmoid\"\n[policy]\nwidths = [64, 0]\nbatch = 1.5\nextra = 1\n",
+      "cfg.toml");
+  ConfigTable root(t, "cfg.toml");
+  CHECK_THROWS_WITH_AS(root.integer("seed", 0, 0), "cfg.toml:1: seed: expected an integer in [0, 9223372036854775807], got -1",
+                       Error);
+  CHECK_THROWS_WITH_AS(root.number("rate", 1.0), doctest::Contains("cfg.toml:2: rate: expected a number, got a string 'fast'"),
+                       Error);
+  CHECK_THROWS_WITH_AS(root.choice("name", "relu", {"relu", "tanh"}),
+                       "cfg.toml:3: name: expected one of relu, tanh, got \"sigmoid\"", Error);
+  ConfigTable policy = root.table("policy");
+  CHECK_THROWS_WITH_AS(policy.integers("widths", {}, 1, 10), doctest::Contains("cfg.toml:5: policy.widths: expected an array of integers in [1, 10]"),
+                       Error);
+  CHECK_THROWS_WITH_AS(policy.integer("batch", 1, 1), doctest::Contains("cfg.toml:6: policy.batch: expected an integer, got a number 1.5"),
+                       Error);
+  CHECK_THROWS_WITH_AS(policy.finish(),
+                       "cfg.toml:7: policy.extra: unknown key; allowed here: batch, widths", Error);
+  CHECK_THROWS_WITH_AS(root.table("seed"), doctest::Contains("seed: expected a table, got an integer"), Error);
+  CHECK_THROWS_WITH_AS(parse_config_text("a = [1,\nb", "broken.toml"), doctest::Contains("broken.toml:2:"), Error);
+}
+
+TEST_CASE("Config files: a missing file, and --set overrides") {
+  CHECK_THROWS_WITH_AS(parse_config_file("/nonexistent/ctrax.toml"),
+                       "cannot read the configuration file /nonexistent/ctrax.toml (no such file)", Error);
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("ctrax_test_config_" + std::to_string(getpid()) + ".toml");
+  std::ofstream(path) << "algorithm = \"PPO\"\n[task]\nenv = \"CartPole-v1\"\n";
+  toml::table t = parse_config_file(path);
+  apply_overrides(t, {"task.env=Acrobot-v1", "seed=7", "policy.optimizer.b1=0.8", "agent.eval_temperatures=[0, 0.5]",
+                      "policy.model.activation=\"relu\""});
+  CHECK(t["task"]["env"].value<std::string>() == "Acrobot-v1");
+  CHECK(t["seed"].value<int64_t>() == 7);
+  CHECK(t["policy"]["optimizer"]["b1"].value<double>() == 0.8);
+  CHECK(t["agent"]["eval_temperatures"].as_array()->size() == 2);
+  CHECK(t["policy"]["model"]["activation"].value<std::string>() == "relu");
+  CHECK_THROWS_WITH_AS(apply_overrides(t, {"seed"}), "--set seed: expected key=value, e.g. seed=3", Error);
+  CHECK_THROWS_WITH_AS(apply_overrides(t, {"seed.x=1"}), "--set seed.x=1: seed is an integer, not a table", Error);
+  CHECK_THROWS_WITH_AS(apply_overrides(t, {"a..b=1"}), doctest::Contains("has an empty part"), Error);
+  CHECK_THROWS_WITH_AS(apply_overrides(t, {"x=[1,"}), "--set x=[1,: [1, is not a TOML value", Error);
+  std::filesystem::remove(path);
+}

@@ -1,0 +1,89 @@
+// Run configurations: a TOML file (configs/*.toml) that says everything about one RL training
+// run, and the agent built from it.
+//
+// What it is for: keeping hyperparameters out of code. `ctrax train CONFIG` and the RL
+// benchmark (bench/run_rl.sh) read these files; --set overrides any key. Every key has a
+// counterpart in the C++ options structs of rl/ with the same name and meaning:
+//
+//   algorithm = "PPO"      PolicyGradient, A2C, PPO, AWR, PPOJoint, A2CJoint, AWRJoint
+//   seed = 0               the task's key and the networks' initial weights
+//   epochs = 100           >= 1
+//   target_eval_return     optional: stop once the first eval temperature's return reaches it
+//   [task]        env, n_envs, n_eval_envs, initial_trajectories, gamma, max_steps, time_limit,
+//                 n_replay_epochs                                       (RLTaskOptions)
+//   [agent]       n_trajectories_per_epoch | n_interactions_per_epoch, n_eval_episodes,
+//                 eval_temperatures, eval_max_steps, only_eval, checkpoints_to_keep (AgentOptions)
+//   [policy]      batch_size, train_steps_per_epoch, evals_per_epoch, eval_steps, max_slice_length
+//                 (0: whole trajectories)         (PolicyAgentOptions; not for joint algorithms)
+//   [value]       batch_size, train_steps_per_epoch, evals_per_epoch, eval_steps, n_shared_layers,
+//                 added_policy_slice_length, scale_value_targets, on_policy, advantage_estimator
+//                 (monte_carlo, td_k, td_lambda, gae), advantage_lambda, advantage_normalization,
+//                 advantage_normalization_epsilon, advantage_normalization_factor
+//                 (ActorCriticOptions; A2C, PPO, AWR)
+//   [joint]       batch_size, train_steps_per_epoch, supervised_evals_per_epoch,
+//                 supervised_eval_steps, max_slice_length, normalize_advantages, return_lambda
+//                 (ActorCriticJointOptions; joint algorithms)
+//   [<network>.model]        widths, activation, head_init_range, normalize, normalize_sample_limit,
+//                            normalize_clip (an MLP body; <network> is policy, value or joint)
+//   [<network>.optimizer]    name (adam, adamw, sgd, momentum, rmsprop, adafactor) and its options
+//   [<network>.lr_schedule]  name (constant, multifactor, linear_annealing) and its options
+//   [<network>.distribution] std, learn_std (none, shared, separate): Box action spaces only
+//   [ppo] epsilon, entropy_coeff     [a2c] entropy_coeff     [awr] beta, w_max, entropy_coeff
+//   [ppo_joint] epsilon, value_loss_coeff, entropy_coeff     [a2c_joint] value_loss_coeff,
+//   entropy_coeff     [awr_joint] beta, w_max, value_loss_coeff, entropy_coeff
+//
+// Sections that do not apply to the algorithm are refused, as are unknown keys, wrong types and
+// values out of range (tools/config.h names the file, line and key).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <ctrax/rl/actor_critic.h>
+#include <ctrax/rl/actor_critic_joint.h>
+#include <ctrax/rl/agent.h>
+#include <ctrax/rl/policy_agent.h>
+#include <ctrax/rl/task.h>
+#include <toml++/toml.h>
+
+namespace ctrax::tools {
+
+struct RunConfig {
+  std::string algorithm;
+  uint64_t seed = 0;
+  int64_t epochs = 100;
+  std::optional<double> target_eval_return;
+  std::string env;
+  RLTaskOptions task;
+  AgentOptions agent;
+  PolicyAgentOptions policy;
+  ActorCriticOptions value;
+  ActorCriticJointOptions joint;
+  A2COptions a2c;
+  PPOOptions ppo;
+  AWROptions awr;
+  PPOJointOptions ppo_joint;
+  A2CJointOptions a2c_joint;
+  AWRJointOptions awr_joint;
+  // The networks (the options' model fields stay empty: make_agent builds fresh ones).
+  std::function<LayerPtr()> make_policy_model, make_value_model, make_joint_model;
+  toml::table resolved;  // the configuration with every default filled in
+};
+
+// The algorithms a config may name.
+const std::vector<std::string>& algorithm_names();
+
+// Reads and validates a configuration (see the top of this file); `file` names it in messages.
+// Builds the networks too (their sizes depend on the environment's spaces), so an unknown
+// environment or a distribution that does not fit the action space is reported here.
+RunConfig read_run_config(toml::table config, const std::string& file);
+
+// The task and the agent of a run; the agent writes to output_dir (empty: nothing).
+std::unique_ptr<RLTask> make_task(const RunConfig& config);
+std::unique_ptr<Agent> make_agent(const RunConfig& config, RLTask& task, const std::filesystem::path& output_dir);
+
+}  // namespace ctrax::tools
