@@ -80,3 +80,56 @@ TEST_CASE("Config files: a missing file, and --set overrides") {
   CHECK_THROWS_WITH_AS(apply_overrides(t, {"x=[1,"}), "--set x=[1,: [1, is not a TOML value", Error);
   std::filesystem::remove(path);
 }
+
+// ---- Run configurations (tools/run_config.h) --------------------------------------------------
+
+#include <run_config.h>
+
+using ctrax::tools::read_run_config;
+
+TEST_CASE("Run configs: every shipped configuration reads and builds its agent") {
+  for (const auto& entry : std::filesystem::directory_iterator(CTRAX_FIXTURES_DIR "/../../configs")) {
+    if (entry.path().extension() != ".toml") continue;
+    CAPTURE(entry.path().string());
+    const ctrax::tools::RunConfig c = read_run_config(parse_config_file(entry.path()), entry.path().string());
+    CHECK(c.epochs >= 1);
+    CHECK(c.target_eval_return.has_value());
+    std::unique_ptr<ctrax::RLTask> task = ctrax::tools::make_task(c);
+    std::unique_ptr<ctrax::Agent> agent = ctrax::tools::make_agent(c, *task, "");
+    CHECK(agent->name() == c.algorithm);
+    // Every default is written back: the resolved configuration names the optimizer.
+    CHECK(c.resolved.at_path(c.algorithm.ends_with("Joint") ? "joint.optimizer.name" : "policy.optimizer.name").is_string());
+  }
+}
+
+TEST_CASE("Run configs: bad configurations are refused with the file, the line and the key") {
+  auto read = [](const std::string& text) { return read_run_config(parse_config_text(text, "run.toml"), "run.toml"); };
+  const std::string base = "algorithm = \"PPO\"\n[agent]\nn_trajectories_per_epoch = 2\n";
+  CHECK_NOTHROW(read(base));
+  CHECK_THROWS_WITH_AS(read("algorithm = \"DQN\"\n"),
+                       "run.toml:1: algorithm: expected one of PolicyGradient, A2C, PPO, AWR, PPOJoint, A2CJoint, AWRJoint, got \"DQN\"",
+                       Error);
+  CHECK_THROWS_WITH_AS(read(base + "[task]\nenv = \"Pong-v5\"\n"), doctest::Contains("run.toml:5: task.env: unknown environment \"Pong-v5\"; known: Acrobot-v1"),
+                       Error);
+  CHECK_THROWS_WITH_AS(read("algorithm = \"PPO\"\n[agent]\nn_eval_episodes = 1\n"),
+                       doctest::Contains("give exactly one of n_trajectories_per_epoch and n_interactions_per_epoch"), Error);
+  // A section of another algorithm, and options of a Box space on a discrete one.
+  CHECK_THROWS_WITH_AS(read(base + "[joint]\nbatch_size = 4\n"), doctest::Contains("run.toml:4: joint: unknown key"), Error);
+  CHECK_THROWS_WITH_AS(read(base + "[policy.distribution]\nstd = 0.5\n"),
+                       doctest::Contains("run.toml:5: policy.distribution.std: unknown key; allowed here: none"), Error);
+  CHECK_THROWS_WITH_AS(read(base + "[policy.optimizer]\nname = \"adam\"\nmass = 0.9\n"),
+                       doctest::Contains("policy.optimizer.mass: unknown key; allowed here: b1, b2, clip_grad_norm, eps, name, weight_decay_rate"),
+                       Error);
+  CHECK_THROWS_WITH_AS(read(base + "[value]\nadvantage_lambda = 1.5\n"),
+                       doctest::Contains("value.advantage_lambda: expected a number in [0, 1], got 1.5"), Error);
+  CHECK_THROWS_WITH_AS(read(base + "[ppo]\nepsilon = 0\n"), doctest::Contains("ppo.epsilon: expected a number in"), Error);
+  CHECK_THROWS_WITH_AS(read("algorithm = \"PPO\"\ntarget_eval_return = 10.0\n[agent]\nn_trajectories_per_epoch = 2\n"),
+                       doctest::Contains("target_eval_return: needs agent.n_eval_episodes >= 1"), Error);
+  CHECK_THROWS_WITH_AS(read(base + "[task]\ngamma = 1.0\n[value]\nscale_value_targets = true\n"),
+                       doctest::Contains("value.scale_value_targets: needs task.gamma < 1"), Error);
+  CHECK_THROWS_WITH_AS(read(base + "[policy.lr_schedule]\nname = \"multifactor\"\nfactors = \"constant * cosine\"\n"),
+                       doctest::Contains("policy.lr_schedule.factors:"), Error);
+  // A Gaussian's options on a continuous environment are accepted.
+  CHECK_NOTHROW(read("algorithm = \"PPO\"\n[task]\nenv = \"Pendulum-v1\"\n[agent]\nn_trajectories_per_epoch = 2\n"
+                     "[policy.distribution]\nstd = 0.5\nlearn_std = \"shared\"\n"));
+}
