@@ -25,6 +25,7 @@ for config in "${configs[@]}"; do
   name="$(basename "$config" .toml)"
   for ((seed = 0; seed < seeds; seed++)); do
     out="$work/$name/seed$seed"
+    mkdir -p "$work/$name"
     echo "run_rl.sh: $name seed $seed" >&2
     "$binary" train "$config" --seed "$seed" --output-dir "$out" > "$out.log" 2>&1 || {
       echo "run_rl.sh: $name seed $seed failed:" >&2
