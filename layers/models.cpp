@@ -2,8 +2,10 @@
 #include "models.h"
 
 #include "../kernels/check.h"
+#include "../tensor/ops.h"
 #include "combinators.h"
 #include "core.h"
+#include "embedding_dropout.h"
 
 namespace ctrax {
 
@@ -46,6 +48,30 @@ LayerPtr Value(LayerFactory body, LayerFactory normalizer, double head_init_rang
   add_front(layers, normalizer, body);
   layers.push_back(value_head(head_init_range));
   return Serial(std::move(layers), "Value");
+}
+
+LayerPtr ActionValue(LayerFactory body, bool is_discrete, int64_t vocab_size, int64_t injection_dim,
+                     LayerFactory normalizer, double head_init_range, int64_t injection_layers) {
+  CTRAX_REQUIRE(!is_discrete || vocab_size >= 1, "ActionValue: vocab_size must be >= 1, got ", vocab_size);
+  CTRAX_REQUIRE(injection_dim >= 1, "ActionValue: injection_dim must be >= 1, got ", injection_dim);
+  CTRAX_REQUIRE(injection_layers >= 1, "ActionValue: injection_layers must be >= 1, got ", injection_layers,
+                " (without a layer after the sum, Q(s, a) = f(s) + g(a) ranks the actions alike in every state)");
+  std::vector<LayerPtr> layers;
+  add_front(layers, normalizer, body);
+  LayerPtr encoder = is_discrete ? Embedding(vocab_size, injection_dim) : Dense(injection_dim);
+  layers.push_back(Parallel({Dense(injection_dim), std::move(encoder)}, "Encode"));
+  // Plain addition would broadcast [B, L, dim] against, say, [B, L, 1, dim] (continuous actions
+  // given one axis too many) into a silently wrong Q; the shapes must agree exactly.
+  layers.push_back(Fn("InjectActions", [is_discrete](const Tensor& s, const Tensor& a) -> Tensor {
+    CTRAX_REQUIRE(s.shape() == a.shape(), "ActionValue: the observation features are ", to_string(s.shape()),
+                  " but the action features are ", to_string(a.shape()), "; actions must be ",
+                  is_discrete ? "[B, L] integer ids" : "[B, L, d] floats", " for observations [B, L, ...]");
+    return s + a;
+  }));
+  const std::vector<int64_t> widths(static_cast<size_t>(injection_layers), injection_dim);
+  layers.push_back(MLP(widths, [] { return Relu(); }, /*out_activation=*/true));
+  layers.push_back(value_head(head_init_range));
+  return Serial(std::move(layers), "ActionValue");
 }
 
 LayerPtr PolicyAndValue(int64_t n_distribution_inputs, LayerFactory body, LayerFactory normalizer,

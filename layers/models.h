@@ -13,6 +13,23 @@
 //   PolicyAndValue(n, body, normalizer, head_init_range, joint): joint, one body with two heads,
 //   Serial(normalizer, body, Branch(Dense(n), value head)); separate, two bodies
 //   Branch(Policy, Value). Outputs (distribution inputs, values).
+//   ActionValue(body, is_discrete, vocab_size, injection_dim, normalizer, head_init_range,
+//   injection_layers): a Q-network, Trax's Value(inject_actions=True, is_discrete, vocab_size,
+//   inject_actions_dim, inject_actions_n_layers) with additive injection (Trax's default;
+//   multiplicative injection is not built). Inputs (observations [B, L, ...], actions), output
+//   Q [B, L]:
+//     s = Dense(injection_dim)(body(normalizer(observations)))            [B, L, dim]
+//     a = Embedding(vocab_size, injection_dim)(actions)  discrete: actions [B, L] integer ids
+//       = Dense(injection_dim)(actions)                  continuous: actions [B, L, d] float
+//     h = MLP(injection_layers x injection_dim, Relu, out_activation)(s + a)
+//     Q = Dense(1)(h) with the last axis dropped
+//   The nonlinearity after the sum is what lets the action's effect depend on the state: with
+//   no layer there, Q(s, a) = f(s) + g(a) and every state would rank the actions alike, so
+//   injection_layers >= 1. As a Serial it is (normalizer, body, Parallel(Dense, encoder),
+//   InjectActions, MLP, head): the observation layers come first, so n_shared_layers (rl/
+//   actor_critic.h) can share them with a Policy. s and a must have the same shape (they are
+//   added without broadcasting): actions shaped otherwise throw ctrax::Error naming both. An
+//   action id outside [0, vocab_size) throws (Embedding's check; Trax would clip it).
 // body and normalizer are factories (a fresh instance per use; joint=false builds two bodies);
 // null means none. head_init_range > 0 draws the heads' kernels uniformly in
 // [-range, range] (Trax's head_init_range), else Glorot uniform.
@@ -32,6 +49,10 @@ LayerPtr MLP(const std::vector<int64_t>& widths, LayerFactory activation = nullp
 LayerPtr Policy(int64_t n_distribution_inputs, LayerFactory body = nullptr, LayerFactory normalizer = nullptr,
                 double head_init_range = 0.0);
 LayerPtr Value(LayerFactory body = nullptr, LayerFactory normalizer = nullptr, double head_init_range = 0.0);
+// vocab_size >= 1 (discrete only; ignored for continuous actions), injection_dim >= 1,
+// injection_layers >= 1; else ctrax::Error.
+LayerPtr ActionValue(LayerFactory body, bool is_discrete, int64_t vocab_size, int64_t injection_dim = 64,
+                     LayerFactory normalizer = nullptr, double head_init_range = 0.0, int64_t injection_layers = 1);
 LayerPtr PolicyAndValue(int64_t n_distribution_inputs, LayerFactory body = nullptr, LayerFactory normalizer = nullptr,
                         double head_init_range = 0.0, bool joint = true);
 

@@ -1,7 +1,9 @@
-// ActorCriticAgent, A2C, PPO and AWR: see actor_critic.h.
+// ActorCriticAgent, A2C, PPO, AWR and SamplingAWR: see actor_critic.h.
 #include "actor_critic.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "../autograd/grad.h"
@@ -37,6 +39,31 @@ Tensor normalize_advantages(const Tensor& advantages, const Tensor& mask, double
 // The first n entries along the time axis (1).
 Tensor first_steps(const Tensor& t, int64_t n) { return t.slice(1, 0, n).contiguous(); }
 
+// `shape` with `d` in front.
+Shape with_front(int64_t d, const Shape& shape) {
+  Shape out = shape;
+  out.insert(0, d);
+  return out;
+}
+
+// [n, B, ...] -> [n B, ...]: the samples stacked along the batch axis, sample-major.
+Tensor merge_front(const Tensor& t) {
+  Shape out = t.shape();
+  const int64_t n = out[0];
+  out.erase(0);
+  out[0] *= n;
+  return t.contiguous().reshape(out);
+}
+
+// [B, ...] repeated n times along a new leading axis, then merged: row i B + b is row b.
+Tensor repeat_front(const Tensor& t, int64_t n) {
+  return merge_front(t.unsqueeze(0).expand(with_front(n, t.shape())));
+}
+
+// Mixed into the value seed for the keys of the actions sampled for Q-value baselines, so they
+// are independent of the value network's initialisation and training keys.
+constexpr uint64_t kActionSamplingTag = 0x5156414c55455321ULL;
+
 std::map<std::string, LayerPtr> policy_metrics(const DistributionPtr& d, std::optional<double> epsilon) {
   std::map<std::string, LayerPtr> m{{"entropy", PolicyEntropy(d)},
                                     {"approximate_kl", ApproximateKL(d)},
@@ -63,8 +90,32 @@ ActorCriticAgent::ActorCriticAgent(RLTask& task, AgentOptions agent_options, Pol
       ac_(with_defaults(std::move(options))) {
   const ActorCriticOptions& o = ac_;
   CTRAX_REQUIRE(o.value_model != nullptr, "ActorCriticAgent: value_model is required (e.g. Value(body))");
-  CTRAX_REQUIRE(o.value_model->n_in() == 1 && o.value_model->n_out() == 1, "ActorCriticAgent: the value model (",
-                o.value_model->name(), ") must take 1 input and give 1 output");
+  if (o.q_value) {
+    CTRAX_REQUIRE(o.value_model->n_in() == 2 && o.value_model->n_out() == 1,
+                  "ActorCriticAgent: with q_value the value model (", o.value_model->name(),
+                  ") must take 2 inputs (observations, actions) and give 1 output (Q), it takes ",
+                  o.value_model->n_in(), " and gives ", o.value_model->n_out(),
+                  "; build a Q-network with ActionValue(body, is_discrete, vocab_size)");
+  } else {
+    CTRAX_REQUIRE(o.value_model->n_in() == 1 && o.value_model->n_out() == 1, "ActorCriticAgent: the value model (",
+                  o.value_model->name(), ") must take 1 input and give 1 output, it takes ", o.value_model->n_in(),
+                  " and gives ", o.value_model->n_out(),
+                  o.value_model->n_in() == 2 ? "; a model of (observations, actions) is a Q-network: set q_value = true"
+                                             : "");
+  }
+  CTRAX_REQUIRE(o.q_value_n_samples >= 1, "ActorCriticAgent: q_value_n_samples must be >= 1, got ",
+                o.q_value_n_samples);
+  CTRAX_REQUIRE(o.vocab_size >= 1, "ActorCriticAgent: vocab_size must be >= 1, got ", o.vocab_size);
+  if (o.q_value) {
+    const Space& space = this->task().action_space();
+    const bool discrete = space.kind() == Space::Kind::discrete;
+    CTRAX_REQUIRE(discrete || (space.kind() == Space::Kind::box && space.shape().rank() == 1),
+                  "ActorCriticAgent: q_value needs a Discrete or a rank-1 Box action space, got ", space);
+    if (discrete)
+      CTRAX_REQUIRE(o.vocab_size >= space.n(), "ActorCriticAgent: vocab_size = ", o.vocab_size,
+                    " is smaller than the ", space.n(), " actions of ", space,
+                    "; the Q-network's action embedding needs vocab_size >= ", space.n());
+  }
   CTRAX_REQUIRE(o.value_batch_size >= 1, "ActorCriticAgent: value_batch_size must be >= 1, got ", o.value_batch_size);
   CTRAX_REQUIRE(o.value_train_steps_per_epoch >= 0, "ActorCriticAgent: value_train_steps_per_epoch must be >= 0, got ",
                 o.value_train_steps_per_epoch);
@@ -97,39 +148,139 @@ ActorCriticAgent::ActorCriticAgent(RLTask& task, AgentOptions agent_options, Pol
   t.has_weights = true;
   t.seed = o.seed;
   t.restore = false;
-  t.input_signature = policy_signature(o.value_batch_size, 1);
+  Signature signature = policy_signature(o.value_batch_size, 1);
+  if (o.q_value)
+    signature.push_back({with_front(o.value_batch_size, with_front(1, distribution().event_shape())),
+                         distribution().sample_dtype()});
+  t.input_signature = std::move(signature);
   value_trainer_ = std::make_unique<Trainer>(std::move(t));
   value_target_weights_ = value_trainer_->weights();
+  if (o.q_value) check_q_value_model();
   if (o.n_shared_layers > 0) copy_shared_layers(policy_trainer(), *value_trainer_);  // checks the layers fit
 }
 
 ActorCriticAgent::~ActorCriticAgent() = default;
 
+void ActorCriticAgent::check_q_value_model() const {
+  // Every action id once (a Discrete space), or one zero action (a Box): a Q-network whose
+  // embedding is too small, or that gives the wrong shape, fails here rather than mid-training.
+  const Space& space = task().action_space();
+  const bool discrete = space.kind() == Space::Kind::discrete;
+  const int64_t k = discrete ? space.n() : 1;
+  const Signature one = policy_signature(1, k);
+  const Tensor observations = zeros(one[0].shape, one[0].dtype);
+  const Tensor actions = discrete ? arange(k).reshape(Shape{1, k})
+                                  : zeros(with_front(1, with_front(1, distribution().event_shape())));
+  Tensor q;
+  try {
+    q = run_value_model({observations, model_actions(actions)}, value_weights());
+  } catch (const Error& e) {
+    CTRAX_THROW("ActorCriticAgent: the Q-network (", ac_.value_model->name(), ") fails on ",
+                discrete ? "every action id of " : "an action of ", space, ": ", e.what());
+  }
+  CTRAX_REQUIRE(q.shape() == Shape({1, k}), "ActorCriticAgent: the Q-network (", ac_.value_model->name(), ") gives ",
+                to_string(q.shape()), " for observations ", to_string(observations.shape()), " and actions ",
+                to_string(actions.shape()), "; expected [1, ", k, "]");
+}
+
+const Tree& ActorCriticAgent::value_weights() const { return value_trainer_->weights(); }
+
+Tensor ActorCriticAgent::run_value_model(const Stack& inputs, const Tree& weights) const {
+  NoGradScope no_grad;
+  const Tensor v =
+      value_trainer_->model().apply(inputs, weights, value_trainer_->state(), Key(), Mode::eval).outputs[0];
+  return value_scale_ == 1.0 ? v : v * value_scale_;
+}
+
+Tensor ActorCriticAgent::model_actions(const Tensor& actions) const {
+  return actions.to(distribution().sample_dtype()).contiguous();
+}
+
+Key ActorCriticAgent::policy_sampling_key(int64_t index) const {
+  return fold_in(fold_in(Key(ac_.seed), kActionSamplingTag), static_cast<uint64_t>(policy_batch_index(index)));
+}
+
+Key ActorCriticAgent::value_sampling_key(int64_t index) const {
+  return fold_in(fold_in(Key(ac_.seed), kActionSamplingTag), static_cast<uint64_t>(value_batch_index(index)));
+}
+
+Tensor ActorCriticAgent::q_values(const Tensor& observations, const Tensor& actions) const {
+  CTRAX_REQUIRE(ac_.q_value, "ActorCriticAgent::q_values needs q_value (a Q-network); use values(observations)");
+  return run_value_model({observations.to(DType::float32), model_actions(actions)}, value_weights());
+}
+
+ActorCriticAgent::QSamples ActorCriticAgent::sample_q(const Tensor& observations, Key key,
+                                                      const Tree& weights) const {
+  CTRAX_REQUIRE(ac_.q_value, "ActorCriticAgent: sampled Q-values need q_value (a Q-network)");
+  CTRAX_REQUIRE(observations.rank() >= 2, "ActorCriticAgent: observations must be [B, L, ...], got ",
+                to_string(observations.shape()));
+  NoGradScope no_grad;
+  const int64_t n = ac_.q_value_n_samples;
+  const Tensor obs = observations.to(DType::float32).contiguous();
+  QSamples out;
+  out.dist_inputs = policy_outputs(obs);  // [B, L, D]
+  // One draw over [n, B, L]: sample i of an entry is element i along the new axis.
+  const Tensor inputs = out.dist_inputs.unsqueeze(0).expand(with_front(n, out.dist_inputs.shape())).contiguous();
+  out.actions = distribution().sample(inputs, key, 1.0);
+  const Tensor q = run_value_model({repeat_front(obs, n), model_actions(merge_front(out.actions))}, weights);
+  out.q = q.reshape(Shape{n, obs.shape()[0], obs.shape()[1]}).to(DType::float32);
+  return out;
+}
+
+Tensor ActorCriticAgent::sample_actions(const Tensor& observations, Key key) const {
+  return sample_q(observations, key, value_weights()).actions;
+}
+
+Tensor ActorCriticAgent::state_values(const Tensor& observations, Key key, bool aggregate_max) const {
+  const Tensor q = sample_q(observations, key, value_weights()).q;
+  return aggregate_max ? max(q, {0}) : mean(q, {0});
+}
+
 Tensor ActorCriticAgent::values(const Tensor& observations) const {
+  CTRAX_REQUIRE(!ac_.q_value, "ActorCriticAgent::values is for state-value models; with q_value use "
+                "state_values(observations, key, aggregate_max) or q_values(observations, actions)");
   NoGradScope no_grad;
   const Tensor v = value_trainer_->predict({observations.to(DType::float32)})[0];
   return value_scale_ == 1.0 ? v : v * value_scale_;
 }
 
-Batch ActorCriticAgent::policy_batch(int64_t index) const {
-  const int64_t margin = 1 + ac_.added_policy_slice_length;
+TimeStepBatch ActorCriticAgent::policy_slices(int64_t index, int64_t& margin) const {
+  margin = 1 + ac_.added_policy_slice_length;
   TrajectoryBatchOptions b;
   b.batch_size = policy_options().policy_batch_size;
   if (ac_.on_policy) b.epochs = {-1};
   if (policy_options().max_slice_length) b.max_slice_length = *policy_options().max_slice_length + margin;
   b.margin = margin;
   b.min_slice_length = margin + 1;
-  const TimeStepBatch batch = task().trajectory_batch(b, policy_batch_index(index));
-  const Tensor v = values(batch.observation);
-  AdvantageInputs in{batch.reward, batch.return_, v, batch.done, batch.mask, batch.discount_mask};
+  return task().trajectory_batch(b, policy_batch_index(index));
+}
+
+Batch ActorCriticAgent::policy_batch(int64_t index) const {
+  int64_t margin = 0;
+  const TimeStepBatch batch = policy_slices(index, margin);
   const int64_t n = batch.reward.shape()[1] - margin;
-  Tensor advantages = ac_.advantage_estimator(in, task().gamma(), margin);
   const Tensor mask = first_steps(batch.mask, n);
+  const Tensor observations = first_steps(batch.observation, n).to(DType::float32);
+  Tensor advantages;
+  if (ac_.q_value && ac_.q_value_direct_advantages) {
+    // The critic's own advantage A = Q(o, a) - mean_i Q(o, a_i), a_i ~ pi(. | o), on the steps.
+    const Tensor q = q_values(observations, first_steps(batch.action, n));
+    const Tensor v = mean(sample_q(observations, policy_sampling_key(index), value_weights()).q, {0});
+    advantages = where(ne(mask, zeros_like(mask)), q - v, zeros_like(q)).to(DType::float32);
+  } else {
+    // Trax's Q-value baseline replaces V by mean_i Q(o, a_i) on every entry; the estimator is
+    // the same.
+    const Tensor v =
+        ac_.q_value
+            ? mean(sample_q(batch.observation.to(DType::float32), policy_sampling_key(index), value_weights()).q, {0})
+            : values(batch.observation);
+    AdvantageInputs in{batch.reward, batch.return_, v, batch.done, batch.mask, batch.discount_mask};
+    advantages = ac_.advantage_estimator(in, task().gamma(), margin);
+  }
   if (ac_.advantage_normalization)
     advantages = normalize_advantages(advantages, mask, ac_.advantage_normalization_epsilon,
                                       ac_.advantage_normalization_factor);
-  return Batch{first_steps(batch.observation, n).to(DType::float32), first_steps(batch.action, n), advantages,
-               first_steps(batch.dist_inputs, n), mask};
+  return Batch{observations, first_steps(batch.action, n), advantages, first_steps(batch.dist_inputs, n), mask};
 }
 
 Batch ActorCriticAgent::value_batch(int64_t index) const {
@@ -139,20 +290,24 @@ Batch ActorCriticAgent::value_batch(int64_t index) const {
   b.margin = 1;
   b.min_slice_length = 2;
   const TimeStepBatch batch = task().trajectory_batch(b, value_batch_index(index));
+  const Tensor observations = batch.observation.to(DType::float32);
+  // V_target on every entry, the final observations included (they are what the last steps
+  // bootstrap from): the frozen network's V, or its Q aggregated over sampled actions.
   Tensor v;
-  {
-    NoGradScope no_grad;
-    v = value_trainer_->model()
-            .apply({batch.observation.to(DType::float32)}, value_target_weights_, value_trainer_->state(), Key(),
-                   Mode::eval)
-            .outputs[0];
-    if (value_scale_ != 1.0) v = v * value_scale_;
+  if (ac_.q_value) {
+    const Tensor q = sample_q(observations, value_sampling_key(index), value_target_weights_).q;
+    v = ac_.q_value_aggregate_max ? max(q, {0}) : mean(q, {0});
+  } else {
+    v = run_value_model({observations}, value_target_weights_);
   }
   AdvantageInputs in{batch.reward, batch.return_, v, batch.done, batch.mask, batch.discount_mask};
   const int64_t n = batch.reward.shape()[1] - 1;
   const Tensor advantages = ac_.advantage_estimator(in, task().gamma(), 1);
   const Tensor targets = ((first_steps(v, n) + advantages) * (1.0 / value_scale_)).to(DType::float32);
-  return Batch{first_steps(batch.observation, n).to(DType::float32), targets, first_steps(batch.mask, n)};
+  if (ac_.q_value)
+    return Batch{first_steps(observations, n), model_actions(first_steps(batch.action, n)), targets,
+                 first_steps(batch.mask, n)};
+  return Batch{first_steps(observations, n), targets, first_steps(batch.mask, n)};
 }
 
 void ActorCriticAgent::copy_shared_layers(Trainer& from, Trainer& to) const {
@@ -238,6 +393,79 @@ AWR::AWR(RLTask& task, AgentOptions agent_options, PolicyAgentOptions policy_opt
                        AWRLoss(policy_distribution(task, policy_options), awr.beta, awr.w_max, awr.entropy_coeff),
                        policy_metrics(policy_distribution(task, policy_options), std::nullopt)) {
   restore();
+}
+
+// ---- SamplingAWR ------------------------------------------------------------------------------
+
+namespace {
+
+ActorCriticOptions with_q_value(ActorCriticOptions o) {
+  o.q_value = true;  // Trax's SamplingAWR forces it
+  return o;
+}
+
+}  // namespace
+
+SamplingAWR::SamplingAWR(RLTask& task, AgentOptions agent_options, PolicyAgentOptions policy_options,
+                         ActorCriticOptions options, SamplingAWROptions awr)
+    : ActorCriticAgent(task, std::move(agent_options), policy_options, with_q_value(std::move(options)),
+                       AWRLoss(policy_distribution(task, policy_options), awr.beta, awr.w_max, awr.entropy_coeff),
+                       policy_metrics(policy_distribution(task, policy_options), std::nullopt)),
+      awr_(awr) {
+  restore();
+}
+
+Batch SamplingAWR::policy_batch(int64_t index) const {
+  int64_t margin = 0;
+  const TimeStepBatch batch = policy_slices(index, margin);
+  const int64_t length = batch.reward.shape()[1] - margin;
+  const Tensor observations = first_steps(batch.observation, length).to(DType::float32);
+  const QSamples s = sample_q(observations, policy_sampling_key(index), value_weights());
+  const int64_t n = actor_critic_options().q_value_n_samples;
+  const int64_t slices = observations.shape()[0];
+  const int64_t per_sample = slices * length;  // entries of one sample: [B, L']
+
+  // A_i = Q(o, a_i) - mean_j Q(o, a_j), on mask-1 entries only. Row-major [n, B, L'] is the
+  // batch's [n B, L'] (sample-major), so entry e of sample i is element i * per_sample + e.
+  const auto at = [per_sample](int64_t i, int64_t e) { return static_cast<size_t>(i * per_sample + e); };
+  const std::vector<double> q = s.q.to_vector<double>();
+  const std::vector<double> m = first_steps(batch.mask, length).to_vector<double>();
+  std::vector<double> a(q.size(), 0.0);
+  for (int64_t e = 0; e < per_sample; ++e) {
+    if (m[at(0, e)] == 0) continue;
+    double mean_q = 0;
+    for (int64_t i = 0; i < n; ++i) mean_q += q[at(i, e)] / static_cast<double>(n);
+    for (int64_t i = 0; i < n; ++i) a[at(i, e)] = q[at(i, e)] - mean_q;
+  }
+  const Shape rows{n * slices, length};
+  const Tensor mask = repeat_front(first_steps(batch.mask, length), n);
+  Tensor advantages = from_vector(a, rows).to(DType::float32);
+  const ActorCriticOptions& o = actor_critic_options();
+  if (o.advantage_normalization)
+    advantages = normalize_advantages(advantages, mask, o.advantage_normalization_epsilon,
+                                      o.advantage_normalization_factor);
+  if (awr_.reweight) {
+    // log w_i = min(A_i / beta, log w_max); A_i <- beta (log w_i - log mean_j w_j), so that
+    // AWRLoss's exp(A_i / beta) is w_i / mean_j w_j. log-sum-exp keeps large A finite.
+    const std::vector<double> in = advantages.to_vector<double>();
+    std::vector<double> out(in.size(), 0.0), log_w(static_cast<size_t>(n));
+    const double log_w_max = std::log(awr_.w_max);
+    for (int64_t e = 0; e < per_sample; ++e) {
+      if (m[at(0, e)] == 0) continue;
+      double top = -std::numeric_limits<double>::infinity();
+      for (int64_t i = 0; i < n; ++i) {
+        log_w[static_cast<size_t>(i)] = std::min(in[at(i, e)] / awr_.beta, log_w_max);
+        top = std::max(top, log_w[static_cast<size_t>(i)]);
+      }
+      double sum = 0;
+      for (double l : log_w) sum += std::exp(l - top);
+      const double log_mean = top + std::log(sum / static_cast<double>(n));
+      for (int64_t i = 0; i < n; ++i) out[at(i, e)] = awr_.beta * (log_w[static_cast<size_t>(i)] - log_mean);
+    }
+    advantages = from_vector(out, rows).to(DType::float32);
+  }
+  return Batch{repeat_front(observations, n), model_actions(merge_front(s.actions)), advantages,
+               repeat_front(s.dist_inputs, n), mask};
 }
 
 }  // namespace ctrax

@@ -1,8 +1,9 @@
 // Actor-critic agents with separate policy and value networks (Trax's rl/actor_critic.py):
-// ActorCriticAgent and its algorithms A2C, PPO and AWR.
+// ActorCriticAgent and its algorithms A2C, PPO, AWR and SamplingAWR.
 //
 // What it is for: training a policy with advantages A_t = G_t - V(o_t) from a learned value
-// network. What it is not for: one network with two heads (rl/actor_critic_joint.h).
+// network, or with V(o_t) estimated from a learned Q-network (q_value, below). What it is not
+// for: one network with two heads (rl/actor_critic_joint.h).
 //
 // Value training (Trax's value_batches_stream). A value batch is value_batch_size slices of
 // max_slice_length + 1 entries from every stored (replay) epoch, with margin 1: the extra entry
@@ -35,8 +36,68 @@
 // network; copy the shared layers back; train the policy. Sharing layers needs both models to
 // be Serial combinators whose first n_shared_layers layers have the same weight shapes.
 //
-// Not yet built: Q-value baselines (Trax's q_value, q_value_aggregate_max, q_value_n_samples,
-// vocab_size) and SamplingAWR, which needs them.
+// ---- Q-value baselines (Trax's q_value, q_value_aggregate_max, q_value_n_samples, vocab_size) --
+// With q_value the value network is a Q-network: it takes (observations [B, L, ...], actions
+// [B, L, ...event]) and gives Q(o, a) [B, L], e.g. ActionValue(body, is_discrete, vocab_size) of
+// layers/models.h (Trax's Value(inject_actions=True)). Discrete (Categorical) and rank-1 Box
+// (Gaussian) action spaces are supported; actions reach the model as the distribution's sample
+// dtype (int64 ids, float32 vectors). A state's value is estimated from n = q_value_n_samples
+// actions drawn from the current policy:
+//   a_i ~ pi(. | o) at temperature 1, i < n   (distribution inputs from the policy network on o)
+//   V(o) = max_i Q(o, a_i)  (q_value_aggregate_max)   or   mean_i Q(o, a_i)
+// The draws use policy_sampling_key(index) / value_sampling_key(index), a pure function of the
+// value seed and the batch index, so batches stay reproducible and resumable.
+//   Value batches: (observations, the actions taken, targets, mask) with the targets above,
+//     G_t = (V_target(o_t) + A_t) / scale, where V_target aggregates the frozen target network's
+//     Q over sampled actions (max or mean, as chosen) and A = advantage_estimator(..., V_target):
+//     with td_lambda(0), G_t = r_t + gamma V_target(o_{t+1}), an expected-SARSA target for
+//     Q(o_t, a_t) (Q-learning over the sampled actions with max). A terminated step bootstraps
+//     from nothing, a truncated or cut piece from V_target of its final observation.
+//   Policy batches (A2C, PPO, AWR), Trax's Q-value baseline: the advantages are the estimator's,
+//   as without q_value, over the baseline
+//     V(o_t) = mean_i Q(o_t, a_i)   (current value network, times scale)
+//   on every entry of the slices (look-ahead and final observations included), then normalised as
+//   usual. The baseline is always the mean, an estimate of V^pi(o) = E_{a ~ pi} Q(o, a),
+//   whatever q_value_aggregate_max says (Trax's policy batches aggregate with the mean too; the
+//   max serves the value targets' bootstrap, where it gives Q-learning's optimism, while as a
+//   baseline it would make most advantages negative).
+//   With q_value_direct_advantages (not in Trax) the estimator is not used; instead
+//     A_t = Q(o_t, a_t) - mean_i Q(o_t, a_i)
+//   straight from the Q-network (the critic's own advantage: lower variance than the sampled
+//   returns, biased by the critic's errors), on the steps only (0 where the mask is 0), then
+//   normalised. The slices keep their look-ahead entries (unused) so that both kinds of batch
+//   hold the same steps.
+// Differences from Trax: Trax samples the actions from the distribution inputs stored at
+// collection (the behaviour policy); ctrax samples from the current policy, so that V estimates
+// the value of the policy being trained (which matters with replay: n_replay_epochs > 1, or
+// on_policy = false), and SamplingAWR needs no importance correction. Trax passes vocab_size to
+// the Value it builds; ctrax takes the Q-network ready-made, so vocab_size is the vocabulary the
+// caller built it with: it must cover the Discrete space's actions (checked), and the model is
+// probed with every action id at construction. Trax's later options (q_value_aggregate 'softmax'
+// and 'logsumexp', q_value_temperature, q_value_normalization, sampling every discrete action
+// when n equals the number of actions, offline) are not built.
+//
+// ---- SamplingAWR (Trax's SamplingAWR) ------------------------------------------------------
+// AWR with q_value forced on (the given options' q_value is overridden, as Trax does). Its
+// policy batch trains on the sampled actions instead of the taken ones: for the B slices of
+// L - margin entries (cut as above), with the n actions a_i drawn for every entry,
+//   A_i = Q(o, a_i) - mean_j Q(o, a_j)          (Trax: the mean, whatever the aggregate option)
+// normalised over every sample of every step (mask 1) with advantage_normalization. Layout:
+// the samples are stacked along the batch axis, sample-major: row i * B + b is sample i of slice
+// b, so the batch is (observations [n B, L', ...] (slice b repeated n times), sampled actions
+// [n B, L', ...event], A [n B, L'], old distribution inputs [n B, L', D], mask [n B, L']), with
+// L' = L - margin, the old distribution inputs being the current policy's from which the
+// actions were drawn (so approximate_kl measures one step's change). Loss: AWRLoss,
+//   -mean_m(log pi(a_i | o) min(exp(A_i / beta), w_max)) - c_H mean_m(H).
+// reweight: the weights of each state's samples are normalised to mean 1,
+//   w_i = min(exp(A_i / beta), w_max),   w_i <- w_i / mean_j w_j,
+// so that every state carries the same total weight and the loss is -mean over states of
+// sum_i (w_i / sum_j w_j) log pi(a_i | o): a self-normalised AWR over the samples. It is done by
+// handing AWRLoss A_i <- beta log(w_i / mean_j w_j), which (when unclipped) is the advantage over
+// the soft baseline beta log mean_j exp(A_j / beta); AWRLoss's own clip at w_max then binds only
+// when n > w_max. (Trax's reweight multiplies the mask by pi_new / pi_old, an importance
+// correction for actions drawn from the behaviour policy; ctrax draws from the current policy,
+// where that ratio is 1 at the batch's making, so the option is given this meaning instead.)
 #pragma once
 
 #include <cstdint>
@@ -48,7 +109,8 @@
 namespace ctrax {
 
 struct ActorCriticOptions {
-  LayerPtr value_model;                        // required: [B, L, ...] -> [B, L], e.g. Value(body)
+  LayerPtr value_model;                        // required: [B, L, ...] -> [B, L], e.g. Value(body); with
+                                               // q_value (observations, actions) -> [B, L], e.g. ActionValue
   std::shared_ptr<Optimizer> value_optimizer;  // default: Adam with Trax's defaults
   Schedule value_lr_schedule;                  // default: multifactor_schedule()
   int64_t value_batch_size = 64;               // >= 1
@@ -64,7 +126,13 @@ struct ActorCriticOptions {
   bool advantage_normalization = true;
   double advantage_normalization_epsilon = 1e-5;  // > 0
   double advantage_normalization_factor = 1.0;
-  uint64_t seed = 1;                           // the value network's initial weights
+  // Q-value baselines (see the top of this file).
+  bool q_value = false;                        // value_model is a Q-network (2 inputs)
+  bool q_value_aggregate_max = true;           // value targets: V = max of Q over the sampled actions, else mean
+  bool q_value_direct_advantages = false;      // policy advantages Q(o_t, a_t) - V(o_t), not the estimator's
+  int64_t q_value_n_samples = 1;               // >= 1 actions sampled per state
+  int64_t vocab_size = 2;                      // >= 1; with q_value on a Discrete(k) space, >= k
+  uint64_t seed = 1;                           // the value network's initial weights, the sampled actions
 };
 
 class ActorCriticAgent : public PolicyAgent {
@@ -73,16 +141,44 @@ class ActorCriticAgent : public PolicyAgent {
 
   Trainer& value_trainer() { return *value_trainer_; }
   const ActorCriticOptions& actor_critic_options() const { return ac_; }
-  // V(o) times the value scale for observations [B, L, ...] with the current weights.
+  // V(o) times the value scale for observations [B, L, ...] with the current weights. State-value
+  // models only (ctrax::Error with q_value: see state_values).
   Tensor values(const Tensor& observations) const;
+  // Q-value models only (q_value; ctrax::Error otherwise). All with the current weights, times
+  // the value scale, for observations [B, L, ...]:
+  //   q_values        Q(o, a) [B, L] for actions [B, L, ...event] (any real dtype; converted)
+  //   sample_actions  q_value_n_samples actions per entry from the current policy at temperature
+  //                   1: [n, B, L, ...event]; sample i of every entry uses element i of one draw
+  //                   from `key` over [n, B, L]
+  //   state_values    max_i (aggregate_max) or mean_i of Q(o, a_i) over sample_actions(o, key): [B, L]
+  Tensor q_values(const Tensor& observations, const Tensor& actions) const;
+  Tensor sample_actions(const Tensor& observations, Key key) const;
+  Tensor state_values(const Tensor& observations, Key key, bool aggregate_max) const;
+  // The keys of the actions sampled for policy batch `index` and value batch `index`.
+  Key policy_sampling_key(int64_t index) const;
+  Key value_sampling_key(int64_t index) const;
   // Policy batch `index` (see the top of this file): (observations, actions, advantages, old
-  // distribution inputs, mask); value batch `index`: (observations, targets, weights).
-  Batch policy_batch(int64_t index) const;
+  // distribution inputs, mask); value batch `index`: (observations, targets, weights), or with
+  // q_value (observations, actions, targets, weights).
+  virtual Batch policy_batch(int64_t index) const;
   Batch value_batch(int64_t index) const;
 
  protected:
   ActorCriticAgent(RLTask& task, AgentOptions agent_options, PolicyAgentOptions policy_options,
                    ActorCriticOptions options, LayerPtr policy_loss, std::map<std::string, LayerPtr> policy_metrics);
+
+  // Sampled actions and their Q-values under `weights` (the current or the target network).
+  struct QSamples {
+    Tensor dist_inputs;  // [B, L, D]: the current policy's, which the actions were drawn from
+    Tensor actions;      // [n, B, L, ...event]
+    Tensor q;            // [n, B, L] float32, times the value scale
+  };
+  QSamples sample_q(const Tensor& observations, Key key, const Tree& weights) const;
+  const Tree& value_weights() const;
+  // Actions as the Q-network takes them: the distribution's sample dtype.
+  Tensor model_actions(const Tensor& actions) const;
+  // The slices of policy batch `index` and the margin they were laid out with.
+  TimeStepBatch policy_slices(int64_t index, int64_t& margin) const;
 
   Metrics train_epoch() override;
   void export_state(std::map<std::string, Tensor>& tensors, io::ManifestFields& fields) const override;
@@ -90,6 +186,9 @@ class ActorCriticAgent : public PolicyAgent {
 
  private:
   void copy_shared_layers(Trainer& from, Trainer& to) const;
+  void check_q_value_model() const;
+  // The value model's output under `weights` (Mode::eval), times the value scale.
+  Tensor run_value_model(const Stack& inputs, const Tree& weights) const;
 
   ActorCriticOptions ac_;
   double value_scale_ = 1.0;
@@ -108,6 +207,13 @@ struct AWROptions {
   double beta = 1.0;            // > 0
   double w_max = 20.0;          // > 0
   double entropy_coeff = 0.0;   // >= 0
+};
+
+struct SamplingAWROptions {
+  double beta = 1.0;            // > 0
+  double w_max = 20.0;          // > 0
+  double entropy_coeff = 0.0;   // >= 0
+  bool reweight = false;        // normalise each state's sample weights (see the top of this file)
 };
 
 class A2C final : public ActorCriticAgent {
@@ -129,6 +235,21 @@ class AWR final : public ActorCriticAgent {
   AWR(RLTask& task, AgentOptions agent_options, PolicyAgentOptions policy_options, ActorCriticOptions options,
       AWROptions awr = {});
   std::string name() const override { return "AWR"; }
+};
+
+// Trains the policy on actions sampled per state, weighted by their Q-value advantages (see the
+// top of this file). options.q_value is set to true.
+class SamplingAWR final : public ActorCriticAgent {
+ public:
+  SamplingAWR(RLTask& task, AgentOptions agent_options, PolicyAgentOptions policy_options,
+              ActorCriticOptions options, SamplingAWROptions awr = {});
+  std::string name() const override { return "SamplingAWR"; }
+  const SamplingAWROptions& sampling_awr_options() const { return awr_; }
+  // (observations, sampled actions, advantages, old distribution inputs, mask), [n B, L', ...].
+  Batch policy_batch(int64_t index) const override;
+
+ private:
+  SamplingAWROptions awr_;
 };
 
 }  // namespace ctrax
