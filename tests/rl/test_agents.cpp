@@ -503,3 +503,25 @@ TEST_CASE("Agents resumed in a new process continue exactly as the uninterrupted
     fs::remove_all(resumed_dir);
   }
 }
+
+TEST_CASE("Agents with only_eval collect for evaluation, store nothing and train nothing") {
+  RLTaskOptions t = cartpole_task(30, 2);
+  t.initial_trajectories = 0;
+  RLTask task("CartPole-v1", t);
+  AgentOptions a = collect_trajectories(3);
+  a.only_eval = true;
+  a.n_eval_episodes = 1;
+  PPO agent(task, a, small_policy(), small_value());
+  const Tree before = agent.policy_trainer().weights();
+  const Metrics row = agent.run(2);
+  CHECK(agent.epoch() == 2);
+  CHECK(task.trajectories().empty());
+  CHECK(agent.policy_trainer().step() == 0);
+  CHECK(agent.value_trainer().step() == 0);
+  CHECK(bitwise_equal(before, agent.policy_trainer().weights()));
+  CHECK(row.count("return") == 1);
+  CHECK(row.count("eval_return_T0") == 1);
+  CHECK(row.count("policy/loss") == 0);
+  CHECK(agent.avg_returns().size() == 2);
+  CHECK(agent.avg_returns()[0] > 0);
+}
