@@ -30,7 +30,7 @@ constexpr int64_t kBig = int64_t{1} << 40;  // "any sensible count"
 
 bool is_joint(const std::string& algorithm) { return algorithm.size() > 5 && algorithm.ends_with("Joint"); }
 bool has_value_network(const std::string& algorithm) {
-  return algorithm == "A2C" || algorithm == "PPO" || algorithm == "AWR";
+  return algorithm == "A2C" || algorithm == "PPO" || algorithm == "AWR" || algorithm == "SamplingAWR";
 }
 
 const std::map<std::string, LayerFactory>& activations() {
@@ -52,13 +52,20 @@ struct ModelSpec {
   LayerFactory body;
   LayerFactory normalizer;
   double head_init_range = 0.0;
+  int64_t injection_dim = 64, injection_layers = 1;  // Q-networks only (ActionValue)
 };
 
-ModelSpec read_model(ConfigTable t) {
+// with_injection: the model is a Q-network (value.q_value), which also takes injection_dim and
+// injection_layers; other models refuse these keys.
+ModelSpec read_model(ConfigTable t, bool with_injection = false) {
   ModelSpec m;
   const std::vector<int64_t> widths = t.integers("widths", {64, 64}, 1, 1 << 20);
   const std::string activation = t.choice("activation", "tanh", keys_of(activations()));
   m.head_init_range = t.number("head_init_range", 0.0, 0.0, 1e6);
+  if (with_injection) {
+    m.injection_dim = t.integer("injection_dim", 64, 1, 1 << 20);
+    m.injection_layers = t.integer("injection_layers", 1, 1, 1000);
+  }
   const bool normalize = t.boolean("normalize", false);
   NormalizeOptions n;
   n.sample_limit = t.number("normalize_sample_limit", 1e12, 1.0, kInf);
@@ -191,8 +198,8 @@ std::optional<int64_t> slice_length(ConfigTable& t, int64_t fallback) {
 }  // namespace
 
 const std::vector<std::string>& algorithm_names() {
-  static const std::vector<std::string> names{"PolicyGradient", "A2C", "PPO", "AWR", "PPOJoint", "A2CJoint",
-                                              "AWRJoint"};
+  static const std::vector<std::string> names{"PolicyGradient", "A2C", "PPO",      "AWR",
+                                              "SamplingAWR",    "PPOJoint", "A2CJoint", "AWRJoint"};
   return names;
 }
 
@@ -309,9 +316,32 @@ RunConfig read_run_config(toml::table config, const std::string& file) {
       c.value.advantage_normalization_factor = v.number("advantage_normalization_factor", 1.0);
       c.value.n_replay_epochs = c.task.n_replay_epochs;
       c.value.seed = c.seed + 1;
-      const ModelSpec m2 = read_model(v.table("model"));
+      // Q-value baselines: the value network becomes ActionValue (a Q-network); SamplingAWR
+      // always uses one (the key may be given, but only as true).
+      const bool sampling = c.algorithm == "SamplingAWR";
+      c.value.q_value = v.boolean("q_value", sampling);
+      if (sampling && !c.value.q_value) v.fail("q_value", "SamplingAWR always uses a Q-network; it must be true");
+      const bool discrete = actions.kind() == Space::Kind::discrete;
+      if (c.value.q_value) {
+        c.value.q_value_aggregate_max = v.boolean("q_value_aggregate_max", true);
+        c.value.q_value_direct_advantages = v.boolean("q_value_direct_advantages", false);
+        c.value.q_value_n_samples = v.integer("q_value_n_samples", 1, 1, 1 << 20);
+        // Discrete(k): the embedding needs at least k ids; the default is exactly k.
+        const int64_t k = discrete ? actions.n() : 1;
+        c.value.vocab_size = discrete ? v.integer("vocab_size", k, k, 1 << 24) : 1;
+        if (!discrete && v.has("vocab_size")) v.fail("vocab_size", "applies to discrete action spaces only");
+      }
+      const ModelSpec m2 = read_model(v.table("model"), c.value.q_value);
       read_training(v, c.value.value_optimizer, c.value.value_lr_schedule);
-      c.make_value_model = [m2] { return Value(m2.body, m2.normalizer, m2.head_init_range); };
+      if (c.value.q_value) {
+        const int64_t vocab = c.value.vocab_size;
+        c.make_value_model = [m2, discrete, vocab] {
+          return ActionValue(m2.body, discrete, vocab, m2.injection_dim, m2.normalizer, m2.head_init_range,
+                             m2.injection_layers);
+        };
+      } else {
+        c.make_value_model = [m2] { return Value(m2.body, m2.normalizer, m2.head_init_range); };
+      }
       v.finish();
       if (c.value.scale_value_targets && c.task.gamma >= 1.0)
         v.fail("scale_value_targets", "needs task.gamma < 1 (the scale is 1 / (1 - gamma))");
@@ -330,6 +360,13 @@ RunConfig read_run_config(toml::table config, const std::string& file) {
       c.awr.beta = a.number("beta", 1.0, 1e-9, kInf);
       c.awr.w_max = a.number("w_max", 20.0, 1e-9, kInf);
       c.awr.entropy_coeff = a.number("entropy_coeff", 0.0, 0.0, kInf);
+      a.finish();
+    } else if (c.algorithm == "SamplingAWR") {
+      ConfigTable a = root.table("sampling_awr");
+      c.sampling_awr.beta = a.number("beta", 1.0, 1e-9, kInf);
+      c.sampling_awr.w_max = a.number("w_max", 20.0, 1e-9, kInf);
+      c.sampling_awr.entropy_coeff = a.number("entropy_coeff", 0.0, 0.0, kInf);
+      c.sampling_awr.reweight = a.boolean("reweight", false);
       a.finish();
     }
   }
@@ -355,6 +392,7 @@ std::unique_ptr<Agent> make_agent(const RunConfig& c, RLTask& task, const std::f
   if (a == "A2C") return std::make_unique<A2C>(task, agent, policy, value, c.a2c);
   if (a == "PPO") return std::make_unique<PPO>(task, agent, policy, value, c.ppo);
   if (a == "AWR") return std::make_unique<AWR>(task, agent, policy, value, c.awr);
+  if (a == "SamplingAWR") return std::make_unique<SamplingAWR>(task, agent, policy, value, c.sampling_awr);
   if (a == "PPOJoint") return std::make_unique<PPOJoint>(task, agent, joint, c.ppo_joint);
   if (a == "A2CJoint") return std::make_unique<A2CJoint>(task, agent, joint, c.a2c_joint);
   if (a == "AWRJoint") return std::make_unique<AWRJoint>(task, agent, joint, c.awr_joint);

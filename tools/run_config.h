@@ -5,7 +5,7 @@
 // benchmark (bench/run_rl.sh) read these files; --set overrides any key. Every key has a
 // counterpart in the C++ options structs of rl/ with the same name and meaning:
 //
-//   algorithm = "PPO"      PolicyGradient, A2C, PPO, AWR, PPOJoint, A2CJoint, AWRJoint
+//   algorithm = "PPO"      PolicyGradient, A2C, PPO, AWR, SamplingAWR, PPOJoint, A2CJoint, AWRJoint
 //   seed = 0               the task's key and the networks' initial weights
 //   epochs = 100           >= 1
 //   target_eval_return     optional: stop once the first eval temperature's return reaches it
@@ -18,17 +18,22 @@
 //   [value]       batch_size, train_steps_per_epoch, evals_per_epoch, eval_steps, n_shared_layers,
 //                 added_policy_slice_length, scale_value_targets, on_policy, advantage_estimator
 //                 (monte_carlo, td_k, td_lambda, gae), advantage_lambda, advantage_normalization,
-//                 advantage_normalization_epsilon, advantage_normalization_factor
-//                 (ActorCriticOptions; A2C, PPO, AWR)
+//                 advantage_normalization_epsilon, advantage_normalization_factor; Q-value
+//                 baselines: q_value (default false; always true for SamplingAWR), and with it
+//                 q_value_aggregate_max, q_value_direct_advantages, q_value_n_samples,
+//                 vocab_size (Discrete(k) spaces; default k)  (ActorCriticOptions; A2C, PPO, AWR,
+//                 SamplingAWR)
 //   [joint]       batch_size, train_steps_per_epoch, supervised_evals_per_epoch,
 //                 supervised_eval_steps, max_slice_length, normalize_advantages, return_lambda
 //                 (ActorCriticJointOptions; joint algorithms)
 //   [<network>.model]        widths, activation, head_init_range, normalize, normalize_sample_limit,
-//                            normalize_clip (an MLP body; <network> is policy, value or joint)
+//                            normalize_clip (an MLP body; <network> is policy, value or joint);
+//                            with value.q_value also injection_dim, injection_layers (ActionValue)
 //   [<network>.optimizer]    name (adam, adamw, sgd, momentum, rmsprop, adafactor) and its options
 //   [<network>.lr_schedule]  name (constant, multifactor, linear_annealing) and its options
 //   [<network>.distribution] std, learn_std (none, shared, separate): Box action spaces only
 //   [ppo] epsilon, entropy_coeff     [a2c] entropy_coeff     [awr] beta, w_max, entropy_coeff
+//   [sampling_awr] beta, w_max, entropy_coeff, reweight
 //   [ppo_joint] epsilon, value_loss_coeff, entropy_coeff     [a2c_joint] value_loss_coeff,
 //   entropy_coeff     [awr_joint] beta, w_max, value_loss_coeff, entropy_coeff
 //
@@ -66,6 +71,7 @@ struct RunConfig {
   A2COptions a2c;
   PPOOptions ppo;
   AWROptions awr;
+  SamplingAWROptions sampling_awr;
   PPOJointOptions ppo_joint;
   A2CJointOptions a2c_joint;
   AWRJointOptions awr_joint;

@@ -107,7 +107,7 @@ TEST_CASE("Run configs: bad configurations are refused with the file, the line a
   const std::string base = "algorithm = \"PPO\"\n[agent]\nn_trajectories_per_epoch = 2\n";
   CHECK_NOTHROW(read(base));
   CHECK_THROWS_WITH_AS(read("algorithm = \"DQN\"\n"),
-                       "run.toml:1: algorithm: expected one of PolicyGradient, A2C, PPO, AWR, PPOJoint, A2CJoint, AWRJoint, got \"DQN\"",
+                       "run.toml:1: algorithm: expected one of PolicyGradient, A2C, PPO, AWR, SamplingAWR, PPOJoint, A2CJoint, AWRJoint, got \"DQN\"",
                        Error);
   CHECK_THROWS_WITH_AS(read(base + "[task]\nenv = \"Pong-v5\"\n"), doctest::Contains("run.toml:5: task.env: unknown environment \"Pong-v5\"; known: Acrobot-v1"),
                        Error);
@@ -132,4 +132,46 @@ TEST_CASE("Run configs: bad configurations are refused with the file, the line a
   // A Gaussian's options on a continuous environment are accepted.
   CHECK_NOTHROW(read("algorithm = \"PPO\"\n[task]\nenv = \"Pendulum-v1\"\n[agent]\nn_trajectories_per_epoch = 2\n"
                      "[policy.distribution]\nstd = 0.5\nlearn_std = \"shared\"\n"));
+}
+
+TEST_CASE("Run configs: Q-value baselines and SamplingAWR") {
+  auto read = [](const std::string& text) { return read_run_config(parse_config_text(text, "run.toml"), "run.toml"); };
+  const std::string agent = "[agent]\nn_trajectories_per_epoch = 2\n";
+  // SamplingAWR turns q_value on by itself; the value network is then a Q-network whose
+  // vocabulary defaults to the Discrete(2) space's size.
+  const ctrax::tools::RunConfig sampling = read("algorithm = \"SamplingAWR\"\n" + agent +
+                                                "[sampling_awr]\nbeta = 0.5\nreweight = true\n"
+                                                "[value.model]\ninjection_dim = 16\n");
+  CHECK(sampling.value.q_value);
+  CHECK(sampling.value.vocab_size == 2);
+  CHECK(sampling.sampling_awr.beta == 0.5);
+  CHECK(sampling.sampling_awr.reweight);
+  {
+    std::unique_ptr<ctrax::RLTask> task = ctrax::tools::make_task(sampling);
+    std::unique_ptr<ctrax::Agent> built = ctrax::tools::make_agent(sampling, *task, "");
+    CHECK(built->name() == "SamplingAWR");
+  }
+  // PPO with a Q-value baseline on a continuous space: no vocabulary.
+  const ctrax::tools::RunConfig ppo = read("algorithm = \"PPO\"\n" + agent +
+                                           "[task]\nenv = \"Pendulum-v1\"\n"
+                                           "[value]\nq_value = true\nq_value_n_samples = 3\nq_value_aggregate_max = false\n");
+  CHECK(ppo.value.q_value);
+  CHECK(ppo.value.q_value_n_samples == 3);
+  CHECK_FALSE(ppo.value.q_value_aggregate_max);
+  {
+    std::unique_ptr<ctrax::RLTask> task = ctrax::tools::make_task(ppo);
+    CHECK(ctrax::tools::make_agent(ppo, *task, "")->name() == "PPO");
+  }
+  CHECK_THROWS_WITH_AS(read("algorithm = \"SamplingAWR\"\n" + agent + "[value]\nq_value = false\n"),
+                       doctest::Contains("value.q_value: SamplingAWR always uses a Q-network"), Error);
+  CHECK_THROWS_WITH_AS(read("algorithm = \"PPO\"\n" + agent + "[value]\nq_value = true\nvocab_size = 1\n"),
+                       doctest::Contains("value.vocab_size: expected an integer in [2,"), Error);
+  CHECK_THROWS_WITH_AS(read("algorithm = \"PPO\"\n" + agent + "[value.model]\ninjection_dim = 8\n"),
+                       doctest::Contains("value.model.injection_dim: unknown key"), Error);
+  CHECK_THROWS_WITH_AS(read("algorithm = \"PPO\"\n" + agent + "[value]\nq_value_n_samples = 2\n"),
+                       doctest::Contains("value.q_value_n_samples: unknown key"), Error);
+  CHECK_THROWS_WITH_AS(read("algorithm = \"PPO\"\n" + agent + "[task]\nenv = \"Pendulum-v1\"\n[value]\nq_value = true\nvocab_size = 4\n"),
+                       doctest::Contains("value.vocab_size: applies to discrete action spaces only"), Error);
+  CHECK_THROWS_WITH_AS(read("algorithm = \"AWR\"\n" + agent + "[sampling_awr]\nbeta = 1.0\n"),
+                       doctest::Contains("sampling_awr: unknown key"), Error);
 }
