@@ -244,9 +244,9 @@ Metrics Trainer::metrics_of(const Stack& outputs, const Split& split, Mode mode)
   return m;
 }
 
-Metrics Trainer::train_step() { return train_step(options_.train_stream(step_)); }
+Metrics Trainer::train_step(bool with_metrics) { return train_step(options_.train_stream(step_), with_metrics); }
 
-Metrics Trainer::train_step(const Batch& batch) {
+Metrics Trainer::train_step(const Batch& batch, bool with_metrics) {
   const Split s = split_batch(batch, "train", step_);
   init_heads(s);
   const double learning_rate = options_.lr_schedule(step_);
@@ -277,7 +277,8 @@ Metrics Trainer::train_step(const Batch& batch) {
   row["learning_rate"] = learning_rate;
   row["gradients_l2"] = stats.gradients_l2;
   row["weights_l2"] = stats.weights_l2;
-  if ((step_ - 1) % options_.log_every_steps == 0) {
+  const bool logged = (step_ - 1) % options_.log_every_steps == 0;
+  if ((logged && (with_metrics || !sinks_.empty()))) {
     Stack outputs;
     for (const Tensor& t : result.aux[0].leaves()) outputs.push_back(t);
     for (const auto& [name, value] : metrics_of(outputs, s, Mode::train)) row[name] = value;

@@ -98,9 +98,13 @@ class Trainer {
   Trainer& operator=(const Trainer&) = delete;
 
   // One training step on the train stream's batch `step()`; returns its row of metrics.
-  Metrics train_step();
+  Metrics train_step(bool with_metrics = true);
   // One training step on the given batch (for trainers that make their own batches).
-  Metrics train_step(const Batch& batch);
+  // with_metrics = false skips the metric layers unless the row goes to a sink this step: a
+  // caller that reads only the last of many steps' metrics (the RL agents) saves their cost
+  // (for PPO on CartPole about a fifth of a step). The row then holds loss, learning_rate,
+  // gradients_l2 and weights_l2 only.
+  Metrics train_step(const Batch& batch, bool with_metrics = true);
   // n_steps training steps, then evaluation and a checkpoint (see above). Returns the metrics
   // of the last training step.
   Metrics train_epoch(int64_t n_steps);

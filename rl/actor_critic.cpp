@@ -247,6 +247,7 @@ Tensor ActorCriticAgent::values(const Tensor& observations) const {
 TimeStepBatch ActorCriticAgent::policy_slices(int64_t index, int64_t& margin) const {
   margin = 1 + ac_.added_policy_slice_length;
   TrajectoryBatchOptions b;
+  b.pad_to_power_of_two = false;  // every loss is masked; padding only costs time
   b.batch_size = policy_options().policy_batch_size;
   if (ac_.on_policy) b.epochs = {-1};
   if (policy_options().max_slice_length) b.max_slice_length = *policy_options().max_slice_length + margin;
@@ -285,6 +286,7 @@ Batch ActorCriticAgent::policy_batch(int64_t index) const {
 
 Batch ActorCriticAgent::value_batch(int64_t index) const {
   TrajectoryBatchOptions b;
+  b.pad_to_power_of_two = false;  // every loss is masked; padding only costs time
   b.batch_size = ac_.value_batch_size;
   if (policy_options().max_slice_length) b.max_slice_length = *policy_options().max_slice_length + 1;
   b.margin = 1;
@@ -327,18 +329,13 @@ Metrics ActorCriticAgent::train_epoch() {
   Metrics out;
   const ActorCriticOptions& o = ac_;
   if (o.n_shared_layers > 0) copy_shared_layers(policy_trainer(), *value_trainer_);
-  if (o.value_train_steps_per_epoch > 0) {
-    Metrics train, eval;
-    for (int64_t c = 0; c < o.value_evals_per_epoch; ++c) {
-      const int64_t steps = o.value_train_steps_per_epoch / o.value_evals_per_epoch +
-                            (c < o.value_train_steps_per_epoch % o.value_evals_per_epoch);
-      for (int64_t s = 0; s < steps; ++s) train = value_trainer_->train_step();
-      eval = value_trainer_->evaluate(o.value_eval_steps);
-      value_target_weights_ = value_trainer_->weights().map([](const Tensor& t) { return t.clone(); });
-    }
-    for (const auto& [name, value] : train) out["value/" + name] = value;
-    for (const auto& [name, value] : eval) out["value/" + name] = value;
-  }
+  for (const auto& [name, value] :
+       train_in_chunks(*value_trainer_, o.value_train_steps_per_epoch, o.value_evals_per_epoch, o.value_eval_steps,
+                       "value/", [this] {
+                         // Value targets of the next chunk come from the weights trained so far.
+                         value_target_weights_ = value_trainer_->weights().map([](const Tensor& t) { return t.clone(); });
+                       }))
+    out[name] = value;
   if (o.n_shared_layers > 0) copy_shared_layers(*value_trainer_, policy_trainer());
   for (const auto& [name, value] : train_policy()) out[name] = value;
   return out;

@@ -33,10 +33,6 @@ void check_coefficient(const char* agent, const char* name, double value) {
   CTRAX_REQUIRE(std::isfinite(value) && value >= 0, agent, ": ", name, " must be finite and >= 0, got ", value);
 }
 
-std::string collect_state_name(const std::string& path) {
-  return path.empty() ? "joint_collect_state" : "joint_collect_state/" + path;
-}
-
 }  // namespace
 
 ActorCriticJointAgent::ActorCriticJointAgent(RLTask& task, AgentOptions agent_options, ActorCriticJointOptions options,
@@ -83,7 +79,7 @@ ActorCriticJointAgent::ActorCriticJointAgent(RLTask& task, AgentOptions agent_op
   t.restore = false;  // the agent's checkpoint holds the trainer (export_state)
   t.input_signature = observation_signature(o.batch_size, 1);
   trainer_ = std::make_unique<Trainer>(std::move(t));
-  collect_state_ = trainer_->state();
+  collect_model_ = std::make_unique<CollectModel>(*trainer_, "joint_collect_state", name);
 
   // The heads must fit the distribution: check once on a zero observation.
   const Signature one = observation_signature(1, 1);
@@ -111,16 +107,14 @@ Signature ActorCriticJointAgent::observation_signature(int64_t batch_size, int64
 }
 
 Stack ActorCriticJointAgent::joint_outputs(const Tensor& observations) const {
-  NoGradScope no_grad;
-  return trainer_->model()
-      .apply({observations.to(DType::float32)}, trainer_->weights(), collect_state_, Key(), Mode::eval)
-      .outputs;
+  return collect_model_->outputs(observations);
 }
 
 Batch ActorCriticJointAgent::batch(int64_t index) const {
   // Slices carry one entry more than they train on (margin 1): the final observation of a
   // truncated or cut piece, whose value the returns bootstrap from.
   TrajectoryBatchOptions b;
+  b.pad_to_power_of_two = false;  // every loss is masked; padding only costs time
   b.batch_size = options_.batch_size;
   if (on_policy_) b.epochs = {-1};
   if (options_.max_slice_length) b.max_slice_length = *options_.max_slice_length + 1;
@@ -147,58 +141,28 @@ Batch ActorCriticJointAgent::batch(int64_t index) const {
 }
 
 PolicyOutput ActorCriticJointAgent::act(const Tensor& observations, Key key, double temperature) {
-  NoGradScope no_grad;
-  const int64_t n = observations.shape()[0];
-  std::vector<int64_t> dims{n, 1};
-  for (int64_t i = 1; i < observations.rank(); ++i) dims.push_back(observations.shape()[i]);
-  const Tensor input = observations.to(DType::float32).reshape(Shape(dims));
-  // Training collection updates the model's statistics (Mode::collect); evaluation does not.
-  const Mode mode = evaluating() ? Mode::eval : Mode::collect;
-  LayerResult r = trainer_->model().apply({input}, trainer_->weights(), collect_state_, Key(), mode);
-  if (mode == Mode::collect) collect_state_ = std::move(r.state);
-  const Tensor dist_inputs = r.outputs[0].select(1, 0).contiguous();  // [N, D]; the values are not needed
+  const Tensor dist_inputs = collect_model_->act(observations, evaluating())[0];  // [N, D]; values unused
   return PolicyOutput{distribution_->sample(dist_inputs, key, temperature), dist_inputs};
 }
 
 Metrics ActorCriticJointAgent::train_epoch() {
   const ActorCriticJointOptions& o = options_;
-  trainer_->set_state(collect_state_);
-  Metrics out;
-  if (o.train_steps_per_epoch == 0) return out;
-  const int64_t chunks = std::max<int64_t>(o.supervised_evals_per_epoch, 1);
-  Metrics last;
-  for (int64_t c = 0; c < chunks; ++c) {
-    // Steps spread over the chunks as evenly as possible, the remainder in the first ones.
-    const int64_t steps = o.train_steps_per_epoch / chunks + (c < o.train_steps_per_epoch % chunks);
-    for (int64_t s = 0; s < steps; ++s) last = trainer_->train_step();
-    if (o.supervised_evals_per_epoch > 0) last = trainer_->evaluate(o.supervised_eval_steps);
-  }
-  // Training does not change the statistics (Mode::train), but keep the two identical.
-  collect_state_ = trainer_->state();
-  for (const auto& [name, value] : last) out["joint/" + name] = value;
+  collect_model_->to_trainer(*trainer_);
+  const Metrics out = train_in_chunks(*trainer_, o.train_steps_per_epoch, o.supervised_evals_per_epoch,
+                                      o.supervised_eval_steps, "joint/");
+  collect_model_->from_trainer(*trainer_);
   return out;
 }
 
 void ActorCriticJointAgent::export_state(std::map<std::string, Tensor>& tensors, io::ManifestFields& fields) const {
   trainer_->export_state(tensors, fields, "joint/");
-  const std::vector<Tensor> leaves = collect_state_.leaves();
-  const std::vector<std::string> paths = collect_state_.paths();
-  for (size_t i = 0; i < leaves.size(); ++i) tensors.emplace(collect_state_name(paths[i]), leaves[i]);
+  collect_model_->export_state(tensors);
 }
 
 void ActorCriticJointAgent::import_state(const io::Checkpoint& checkpoint) {
-  const std::vector<Tensor> like = collect_state_.leaves();
-  const std::vector<std::string> paths = collect_state_.paths();
-  std::vector<Tensor> leaves;
-  for (size_t i = 0; i < like.size(); ++i) {
-    const Tensor& t = checkpoint.tensor(collect_state_name(paths[i]));
-    CTRAX_REQUIRE(t.shape() == like[i].shape() && t.dtype() == like[i].dtype(), name_, ": checkpoint ",
-                  checkpoint.manifest_path.string(), ": collect state ", paths[i], " is ", dtype_name(t.dtype()),
-                  to_string(t.shape()), ", the model has ", dtype_name(like[i].dtype()), to_string(like[i].shape()));
-    leaves.push_back(t);
-  }
+  Tree collect_state = collect_model_->checked_import(checkpoint);
   trainer_->import_state(checkpoint, "joint/");  // checks everything before changing anything
-  collect_state_ = collect_state_.with_leaves(leaves);
+  collect_model_->set_state(std::move(collect_state));
 }
 
 // ---- The algorithms ---------------------------------------------------------------------------

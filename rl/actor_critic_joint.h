@@ -65,6 +65,7 @@
 #include "../optim/schedules.h"
 #include "../optim/trainer.h"
 #include "agent.h"
+#include "collect_model.h"
 #include "distributions.h"
 
 namespace ctrax {
@@ -143,7 +144,7 @@ class ActorCriticJointAgent : public Agent {
   std::string name_;
   DistributionPtr distribution_;
   std::unique_ptr<Trainer> trainer_;
-  Tree collect_state_;  // the model's state as acting left it (Normalize statistics)
+  std::unique_ptr<CollectModel> collect_model_;  // acts; keeps the Normalize statistics of collection
 };
 
 // Defaults are Trax's.

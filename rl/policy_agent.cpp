@@ -44,7 +44,7 @@ PolicyAgent::PolicyAgent(RLTask& task, AgentOptions agent_options, PolicyAgentOp
   t.restore = false;  // the agent's checkpoint holds the trainer (export_state)
   t.input_signature = policy_signature(o.policy_batch_size, 1);
   policy_trainer_ = std::make_unique<Trainer>(std::move(t));
-  collect_state_ = policy_trainer_->state();
+  collect_model_ = std::make_unique<CollectModel>(*policy_trainer_, "policy_collect_state", "PolicyAgent");
 
   // The model must give the distribution's inputs: check once on a zero observation.
   const Signature one = policy_signature(1, 1);
@@ -67,72 +67,32 @@ Signature PolicyAgent::policy_signature(int64_t batch_size, int64_t length) cons
 }
 
 Tensor PolicyAgent::policy_outputs(const Tensor& observations) const {
-  NoGradScope no_grad;
-  return policy_trainer_->model()
-      .apply({observations.to(DType::float32)}, policy_trainer_->weights(), collect_state_, Key(), Mode::eval)
-      .outputs[0];
+  return collect_model_->outputs(observations)[0];
 }
 
 PolicyOutput PolicyAgent::act(const Tensor& observations, Key key, double temperature) {
-  NoGradScope no_grad;
-  const int64_t n = observations.shape()[0];
-  std::vector<int64_t> dims{n, 1};
-  for (int64_t i = 1; i < observations.rank(); ++i) dims.push_back(observations.shape()[i]);
-  const Tensor input = observations.to(DType::float32).reshape(Shape(dims));
-  // Training collection updates the model's statistics (Mode::collect); evaluation does not.
-  const Mode mode = evaluating() ? Mode::eval : Mode::collect;
-  LayerResult r =
-      policy_trainer_->model().apply({input}, policy_trainer_->weights(), collect_state_, Key(), mode);
-  if (mode == Mode::collect) collect_state_ = std::move(r.state);
-  const Tensor dist_inputs = r.outputs[0].select(1, 0).contiguous();  // [N, D]
+  const Tensor dist_inputs = collect_model_->act(observations, evaluating())[0];  // [N, D]
   return PolicyOutput{distribution_->sample(dist_inputs, key, temperature), dist_inputs};
 }
 
 Metrics PolicyAgent::train_policy() {
   const PolicyAgentOptions& o = policy_options_;
-  policy_trainer_->set_state(collect_state_);
-  Metrics out;
-  if (o.policy_train_steps_per_epoch == 0) return out;
-  const int64_t chunks = std::max<int64_t>(o.policy_evals_per_epoch, 1);
-  Metrics train, eval;
-  for (int64_t c = 0; c < chunks; ++c) {
-    // Steps spread over the chunks as evenly as possible, the remainder in the first ones.
-    const int64_t steps = o.policy_train_steps_per_epoch / chunks + (c < o.policy_train_steps_per_epoch % chunks);
-    for (int64_t s = 0; s < steps; ++s) train = policy_trainer_->train_step();
-    if (o.policy_evals_per_epoch > 0) eval = policy_trainer_->evaluate(o.policy_eval_steps);
-  }
-  // Training does not change the statistics (Mode::train), but keep the two identical.
-  collect_state_ = policy_trainer_->state();
-  // The last training step's row (loss, metrics, learning rate, norms), with the loss and
-  // metrics of the last evaluation in place of the step's where there was one.
-  for (const auto& [name, value] : train) out["policy/" + name] = value;
-  for (const auto& [name, value] : eval) out["policy/" + name] = value;
+  collect_model_->to_trainer(*policy_trainer_);
+  const Metrics out = train_in_chunks(*policy_trainer_, o.policy_train_steps_per_epoch, o.policy_evals_per_epoch,
+                                      o.policy_eval_steps, "policy/");
+  collect_model_->from_trainer(*policy_trainer_);
   return out;
 }
 
 void PolicyAgent::export_state(std::map<std::string, Tensor>& tensors, io::ManifestFields& fields) const {
   policy_trainer_->export_state(tensors, fields, "policy/");
-  Tree::List state_leaves;
-  const std::vector<Tensor> leaves = collect_state_.leaves();
-  const std::vector<std::string> paths = collect_state_.paths();
-  for (size_t i = 0; i < leaves.size(); ++i)
-    tensors.emplace(paths[i].empty() ? "policy_collect_state" : "policy_collect_state/" + paths[i], leaves[i]);
+  collect_model_->export_state(tensors);
 }
 
 void PolicyAgent::import_state(const io::Checkpoint& checkpoint) {
-  const std::vector<Tensor> like = collect_state_.leaves();
-  const std::vector<std::string> paths = collect_state_.paths();
-  std::vector<Tensor> leaves;
-  for (size_t i = 0; i < like.size(); ++i) {
-    const Tensor& t =
-        checkpoint.tensor(paths[i].empty() ? "policy_collect_state" : "policy_collect_state/" + paths[i]);
-    CTRAX_REQUIRE(t.shape() == like[i].shape() && t.dtype() == like[i].dtype(), "PolicyAgent: checkpoint ",
-                  checkpoint.manifest_path.string(), ": collect state ", paths[i], " is ", dtype_name(t.dtype()),
-                  to_string(t.shape()), ", the model has ", dtype_name(like[i].dtype()), to_string(like[i].shape()));
-    leaves.push_back(t);
-  }
-  policy_trainer_->import_state(checkpoint, "policy/");
-  collect_state_ = collect_state_.with_leaves(leaves);
+  Tree collect_state = collect_model_->checked_import(checkpoint);
+  policy_trainer_->import_state(checkpoint, "policy/");  // checks everything before changing anything
+  collect_model_->set_state(std::move(collect_state));
 }
 
 // ---- PolicyGradient ---------------------------------------------------------------------------
@@ -146,6 +106,7 @@ PolicyGradient::PolicyGradient(RLTask& task, AgentOptions agent_options, PolicyA
 
 Batch PolicyGradient::policy_batch(int64_t index) const {
   TrajectoryBatchOptions b;
+  b.pad_to_power_of_two = false;  // every loss is masked; padding only costs time
   b.batch_size = policy_options().policy_batch_size;
   b.epochs = {-1};  // on-policy: the last collection only
   b.max_slice_length = policy_options().max_slice_length;

@@ -31,6 +31,7 @@
 #include "../optim/schedules.h"
 #include "../optim/trainer.h"
 #include "agent.h"
+#include "collect_model.h"
 #include "distributions.h"
 
 namespace ctrax {
@@ -87,7 +88,7 @@ class PolicyAgent : public Agent {
   PolicyAgentOptions policy_options_;
   DistributionPtr distribution_;
   std::unique_ptr<Trainer> policy_trainer_;
-  Tree collect_state_;  // the policy model's state as acting left it (Normalize statistics)
+  std::unique_ptr<CollectModel> collect_model_;  // acts; keeps the Normalize statistics of collection
 };
 
 class PolicyGradient final : public PolicyAgent {

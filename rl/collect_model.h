@@ -1,0 +1,68 @@
+// CollectModel: the network an RL agent acts with while it collects and evaluates.
+//
+// What it is for: the part that PolicyAgent (rl/policy_agent.h) and ActorCriticJointAgent
+// (rl/actor_critic_joint.h) share. Both act with their Trainer's model and current weights,
+// but keep their own copy of the model's state (a Normalize layer's running statistics):
+//   - collecting runs the model in Mode::collect, which updates the statistics (the
+//     observations seen so far are the ones to normalise by);
+//   - evaluating runs it in Mode::eval, which leaves them alone (evaluation episodes must not
+//     shift the normalisation the policy was trained with);
+//   - training (Mode::train) starts from the collected statistics (to_trainer) and never
+//     changes them, and the copy is taken back afterwards (from_trainer) to keep both identical.
+// The copy is part of the agent's checkpoint, under "<name>/<path>" ("<name>" alone for a
+// state that is one tensor). What it is not for: training, losses or the value network.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "../io/checkpoint.h"
+#include "../layers/layer.h"
+#include "../optim/trainer.h"
+
+namespace ctrax {
+
+class CollectModel {
+ public:
+  // trainer must outlive this object; checkpoint_name e.g. "policy_collect_state"; who names
+  // the agent in error messages.
+  CollectModel(const Trainer& trainer, std::string checkpoint_name, std::string who);
+
+  // One step for N environments: observations [N, ...] (any real dtype; converted to float32)
+  // run through the model as [N, 1, ...]; returns every output with that length axis removed
+  // ([N, ...], contiguous). evaluating: Mode::eval (statistics unchanged), else Mode::collect.
+  Stack act(const Tensor& observations, bool evaluating);
+  // The model's outputs for observations [B, L, ...] in Mode::eval (statistics unchanged).
+  Stack outputs(const Tensor& observations) const;
+
+  const Tree& state() const { return state_; }
+  // Training starts from the collected statistics; the copy is refreshed after training.
+  void to_trainer(Trainer& trainer) const { trainer.set_state(state_); }
+  void from_trainer(const Trainer& trainer) { state_ = trainer.state(); }
+
+  void export_state(std::map<std::string, Tensor>& tensors) const;
+  // Checks every tensor's shape and dtype before changing anything; ctrax::Error naming the
+  // checkpoint, the path and both shapes otherwise.
+  Tree checked_import(const io::Checkpoint& checkpoint) const;
+  void set_state(Tree state) { state_ = std::move(state); }
+
+ private:
+  std::string tensor_name(const std::string& path) const;
+
+  const Trainer& trainer_;
+  std::string checkpoint_name_;
+  std::string who_;
+  Tree state_;
+};
+
+// Trax's supervised part of an RL epoch for one network: n_steps training steps of `trainer`
+// spread as evenly as possible over max(n_evals, 1) chunks (the remainder in the first ones),
+// each chunk followed by an evaluation of eval_steps batches when n_evals > 0, then
+// after_chunk (if set). Returns the last training step's row (loss, metrics, learning_rate,
+// norms) with the last evaluation's loss and metrics in place of its own, every name prefixed
+// ("policy/loss"). Only the last step of a chunk computes the metric layers (the others' are
+// never read). Nothing when n_steps is 0.
+Metrics train_in_chunks(Trainer& trainer, int64_t n_steps, int64_t n_evals, int64_t eval_steps,
+                        const std::string& prefix, const std::function<void()>& after_chunk = {});
+
+}  // namespace ctrax
