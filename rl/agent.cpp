@@ -86,7 +86,9 @@ Metrics Agent::run(int64_t n_epochs) {
     row["return"] = stats.mean_return;
     row["episode_length"] = stats.mean_length;
     row["env_steps_per_second"] = collect_seconds > 0 ? static_cast<double>(stats.n_interactions) / collect_seconds : 0;
+    row["collect_seconds"] = collect_seconds;
 
+    const auto eval_start = std::chrono::steady_clock::now();
     if (options_.n_eval_episodes > 0) {
       for (double temperature : options_.eval_temperatures) {
         CollectOptions eval;
@@ -108,9 +110,12 @@ Metrics Agent::run(int64_t n_epochs) {
       }
     }
 
+    row["eval_seconds"] = seconds_since(eval_start);
+    const auto train_start = std::chrono::steady_clock::now();
     if (!options_.only_eval) {
       for (const auto& [name, value] : train_epoch()) row[name] = value;
     }
+    row["train_seconds"] = seconds_since(train_start);
     row["n_interactions"] = static_cast<double>(task_.n_interactions());
     row["n_trajectories"] = static_cast<double>(task_.n_trajectories());
     row["epoch_seconds"] = seconds_since(epoch_start);

@@ -20,7 +20,8 @@
 // Metrics of an epoch's row: return (mean undiscounted return of the trajectories collected),
 // episode_length (their mean length), eval_return_T<temperature> (e.g. eval_return_T0),
 // n_interactions and n_trajectories (totals so far), env_steps_per_second (collection only),
-// epoch_seconds, and whatever train_epoch returns (losses, entropy, KL, ...).
+// epoch_seconds with its parts collect_seconds, eval_seconds and train_seconds (the checkpoint
+// written after the row is not counted), and whatever train_epoch returns (losses, entropy, KL, ...).
 //
 // Output directory (when set): metrics.jsonl and metrics.csv with the rows of every epoch, and
 // checkpoints/ (io/checkpoint.h) holding the agent (epoch, returns), the task (its replay buffer,
