@@ -430,7 +430,7 @@ TimeStepBatch RLTask::trajectory_batch(const TrajectoryBatchOptions& o, int64_t 
     const int64_t length = o.max_slice_length ? std::min(*o.max_slice_length, entries - start) : entries;
     slices.push_back(TrajectorySlice{&t, start, length, o.margin});
   }
-  return stack_slices(slices, o.min_slice_length);
+  return stack_slices(slices, o.min_slice_length, o.pad_to_power_of_two);
 }
 
 // ---- Checkpoints --------------------------------------------------------------------------------

@@ -148,6 +148,7 @@ struct TrajectoryBatchOptions {
   std::optional<int64_t> min_slice_length;  // >= 1: pad batches to at least this length
   int64_t margin = 0;                       // >= 0: entries past the end (rl/trajectory.h)
   bool sample_trajectories_uniformly = false;
+  bool pad_to_power_of_two = true;          // Trax's padding; false: to the longest (stack_slices)
 };
 
 class RLTask {

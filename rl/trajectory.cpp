@@ -182,7 +182,8 @@ int64_t n_slices(const Trajectory& trajectory, std::optional<int64_t> max_slice_
   return std::max<int64_t>(1, trajectory.length() + 1 + margin - *max_slice_length);
 }
 
-TimeStepBatch stack_slices(const std::vector<TrajectorySlice>& slices, std::optional<int64_t> min_length) {
+TimeStepBatch stack_slices(const std::vector<TrajectorySlice>& slices, std::optional<int64_t> min_length,
+                           bool pad_to_power_of_two) {
   CTRAX_REQUIRE(!slices.empty(), "stack_slices: no slices given");
   CTRAX_REQUIRE(!min_length || *min_length >= 1, "stack_slices: min_length must be >= 1, got ", *min_length);
   const Trajectory* first = slices.front().trajectory;
@@ -218,7 +219,7 @@ TimeStepBatch stack_slices(const std::vector<TrajectorySlice>& slices, std::opti
   int64_t length = longest;
   if (min_length) length = std::max(length, *min_length);
   // Trax pads to a power of two so that a jitted model sees few distinct shapes.
-  if (length != shortest) length = next_power_of_two(length);
+  if (pad_to_power_of_two && length != shortest) length = next_power_of_two(length);
 
   const auto batch = static_cast<int64_t>(slices.size());
   const Shape obs_row = row_shape(first->observations().shape());

@@ -145,9 +145,11 @@ struct TrajectorySlice {
 // shapes and dtypes, and the same D, except that D = 0 (no recorded dist_inputs) is filled with
 // zeros next to others. L = the common length when all slices have it and it is at least
 // min_length; else the next power of two >= max(longest slice, min_length), with padding as at
-// the top of this file. Throws ctrax::Error for no slices, a slice outside its trajectory's
+// the top of this file (Trax's choice: a jitted model sees few shapes). With
+// pad_to_power_of_two = false, L = max(longest slice, min_length): ctrax compiles nothing, so
+// the power of two only costs time (slices of 64 + a margin of 1 would become 128 long). Throws ctrax::Error for no slices, a slice outside its trajectory's
 // entries, or mismatched trajectories.
 TimeStepBatch stack_slices(const std::vector<TrajectorySlice>& slices,
-                           std::optional<int64_t> min_length = std::nullopt);
+                           std::optional<int64_t> min_length = std::nullopt, bool pad_to_power_of_two = true);
 
 }  // namespace ctrax
