@@ -30,6 +30,7 @@
 #include "optim/adafactor.h"
 #include "optim/adam.h"
 #include "optim/metrics_log.h"
+#include "optim/metrics_tensorboard.h"
 #include "optim/momentum.h"
 #include "optim/optimizer.h"
 #include "optim/rmsprop.h"
