@@ -157,6 +157,18 @@ ActorCriticAgent::ActorCriticAgent(RLTask& task, AgentOptions agent_options, Pol
   value_target_weights_ = value_trainer_->weights();
   if (o.q_value) check_q_value_model();
   if (o.n_shared_layers > 0) copy_shared_layers(policy_trainer(), *value_trainer_);  // checks the layers fit
+  if (!value_trainer_->state().leaves().empty())
+    value_collect_ = std::make_unique<CollectModel>(*value_trainer_, "value_collect_state", "ActorCriticAgent");
+}
+
+PolicyOutput ActorCriticAgent::act(const Tensor& observations, Key key, double temperature) {
+  PolicyOutput out = PolicyAgent::act(observations, key, temperature);
+  if (value_collect_ && !evaluating()) {
+    Stack more;
+    if (ac_.q_value) more.push_back(model_actions(out.actions));
+    value_collect_->act(observations, /*evaluating=*/false, more);
+  }
+  return out;
 }
 
 ActorCriticAgent::~ActorCriticAgent() = default;
@@ -329,6 +341,7 @@ Metrics ActorCriticAgent::train_epoch() {
   Metrics out;
   const ActorCriticOptions& o = ac_;
   if (o.n_shared_layers > 0) copy_shared_layers(policy_trainer(), *value_trainer_);
+  if (value_collect_) value_collect_->to_trainer(*value_trainer_);
   for (const auto& [name, value] :
        train_in_chunks(*value_trainer_, o.value_train_steps_per_epoch, o.value_evals_per_epoch, o.value_eval_steps,
                        "value/", [this] {
@@ -364,6 +377,7 @@ void ActorCriticAgent::import_state(const io::Checkpoint& checkpoint) {
   value_trainer_->import_state(checkpoint, "value/");  // checked before the policy changes
   PolicyAgent::import_state(checkpoint);
   value_target_weights_ = value_target_weights_.with_leaves(leaves);
+  if (value_collect_) value_collect_->from_trainer(*value_trainer_);
 }
 
 // ---- The algorithms ---------------------------------------------------------------------------

@@ -180,6 +180,10 @@ class ActorCriticAgent : public PolicyAgent {
   // The slices of policy batch `index` and the margin they were laid out with.
   TimeStepBatch policy_slices(int64_t index, int64_t& margin) const;
 
+  // The policy acts (PolicyAgent::act); while collecting, a value model with state (a
+  // Normalize layer) also sees the observations (and, with q_value, the actions) in
+  // Mode::collect, so that its statistics follow the data as the policy's do.
+  PolicyOutput act(const Tensor& observations, Key key, double temperature) override;
   Metrics train_epoch() override;
   void export_state(std::map<std::string, Tensor>& tensors, io::ManifestFields& fields) const override;
   void import_state(const io::Checkpoint& checkpoint) override;
@@ -194,6 +198,10 @@ class ActorCriticAgent : public PolicyAgent {
   double value_scale_ = 1.0;
   std::unique_ptr<Trainer> value_trainer_;
   Tree value_target_weights_;  // the frozen value network of the value targets
+  // The value model's statistics as collection leaves them; none for a stateless value model.
+  // The value trainer's state equals it after each epoch's training, so the checkpoint's
+  // "value/state/..." holds it.
+  std::unique_ptr<CollectModel> value_collect_;
 };
 
 struct A2COptions {

@@ -11,14 +11,24 @@ namespace ctrax {
 CollectModel::CollectModel(const Trainer& trainer, std::string checkpoint_name, std::string who)
     : trainer_(trainer), checkpoint_name_(std::move(checkpoint_name)), who_(std::move(who)), state_(trainer.state()) {}
 
-Stack CollectModel::act(const Tensor& observations, bool evaluating) {
+namespace {
+
+// [N, ...] -> [N, 1, ...]: one step of N sequences.
+Tensor one_step(const Tensor& t, const std::string& who) {
+  CTRAX_REQUIRE(t.rank() >= 1, who, ": inputs must be [N, ...], got ", to_string(t.shape()));
+  std::vector<int64_t> dims{t.shape()[0], 1};
+  for (int64_t i = 1; i < t.rank(); ++i) dims.push_back(t.shape()[i]);
+  return t.contiguous().reshape(Shape(dims));
+}
+
+}  // namespace
+
+Stack CollectModel::act(const Tensor& observations, bool evaluating, const Stack& more) {
   NoGradScope no_grad;
-  CTRAX_REQUIRE(observations.rank() >= 1, who_, ": observations must be [N, ...], got ", to_string(observations.shape()));
-  std::vector<int64_t> dims{observations.shape()[0], 1};
-  for (int64_t i = 1; i < observations.rank(); ++i) dims.push_back(observations.shape()[i]);
-  const Tensor input = observations.to(DType::float32).reshape(Shape(dims));
+  Stack inputs{one_step(observations.to(DType::float32), who_)};
+  for (const Tensor& t : more) inputs.push_back(one_step(t, who_));
   const Mode mode = evaluating ? Mode::eval : Mode::collect;
-  LayerResult r = trainer_.model().apply({input}, trainer_.weights(), state_, Key(), mode);
+  LayerResult r = trainer_.model().apply(inputs, trainer_.weights(), state_, Key(), mode);
   if (mode == Mode::collect) state_ = std::move(r.state);
   Stack out;
   for (const Tensor& t : r.outputs) out.push_back(t.select(1, 0).contiguous());

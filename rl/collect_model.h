@@ -29,9 +29,11 @@ class CollectModel {
   CollectModel(const Trainer& trainer, std::string checkpoint_name, std::string who);
 
   // One step for N environments: observations [N, ...] (any real dtype; converted to float32)
-  // run through the model as [N, 1, ...]; returns every output with that length axis removed
-  // ([N, ...], contiguous). evaluating: Mode::eval (statistics unchanged), else Mode::collect.
-  Stack act(const Tensor& observations, bool evaluating);
+  // run through the model as [N, 1, ...], followed by the further inputs `more` ([N, ...] each,
+  // e.g. a Q-network's actions; passed as [N, 1, ...] unconverted); returns every output with
+  // that length axis removed ([N, ...], contiguous). evaluating: Mode::eval (statistics
+  // unchanged), else Mode::collect.
+  Stack act(const Tensor& observations, bool evaluating, const Stack& more = {});
   // The model's outputs for observations [B, L, ...] in Mode::eval (statistics unchanged).
   Stack outputs(const Tensor& observations) const;
 

@@ -377,7 +377,9 @@ std::pair<std::unique_ptr<RLTask>, std::unique_ptr<Agent>> make_ppo(const fs::pa
   a.output_dir = dir;
   PolicyAgentOptions p = small_policy(3);
   p.policy_model = Policy(2, tanh_mlp(16), [] { return Normalize(); });
-  auto agent = std::make_unique<PPO>(*task, a, p, small_value());
+  ActorCriticOptions v = small_value();
+  v.value_model = Value(tanh_mlp(16), [] { return Normalize(); });
+  auto agent = std::make_unique<PPO>(*task, a, p, v);
   return {std::move(task), std::move(agent)};
 }
 
@@ -459,4 +461,30 @@ TEST_CASE("Agents with only_eval collect for evaluation, store nothing and train
   CHECK(row.count("policy/loss") == 0);
   CHECK(agent.avg_returns().size() == 2);
   CHECK(agent.avg_returns()[0] > 0);
+}
+
+TEST_CASE("Agents: a value model's Normalize follows the collected observations as the policy's does") {
+  // Both networks see the same observations while collecting (Mode::collect) and none while
+  // evaluating, so after training their statistics are equal, and not the initial ones.
+  RLTask task("CartPole-v1", cartpole_task(31, 4));
+  AgentOptions a;
+  a.n_interactions_per_epoch = 100;
+  a.n_eval_episodes = 2;
+  PolicyAgentOptions p = small_policy(3);
+  p.policy_model = Policy(2, tanh_mlp(16), [] { return Normalize(); });
+  ActorCriticOptions v = small_value();
+  v.value_model = Value(tanh_mlp(16), [] { return Normalize(); });
+  PPO agent(task, a, p, v);
+  const std::vector<Tensor> initial = agent.value_trainer().state().leaves();
+  agent.run(2);
+  const std::vector<Tensor> policy = agent.policy_trainer().state().leaves();
+  const std::vector<Tensor> value = agent.value_trainer().state().leaves();
+  REQUIRE(policy.size() == value.size());
+  REQUIRE(value.size() == initial.size());
+  bool changed = false;
+  for (size_t i = 0; i < value.size(); ++i) {
+    CHECK(value[i].to_vector<double>() == policy[i].to_vector<double>());
+    changed = changed || value[i].to_vector<double>() != initial[i].to_vector<double>();
+  }
+  CHECK(changed);
 }
