@@ -51,7 +51,7 @@ Agent::Agent(RLTask& task, AgentOptions options) : task_(task), options_(std::mo
     std::filesystem::create_directories(o.output_dir, error);
     CTRAX_REQUIRE(!error, "Agent: cannot create the output directory ", o.output_dir.string(), ": ",
                   error.message());
-    sinks_.push_back(std::make_shared<JsonLinesMetricsSink>(o.output_dir / "metrics.jsonl"));
+    if (!o.read_only) sinks_.push_back(std::make_shared<JsonLinesMetricsSink>(o.output_dir / "metrics.jsonl"));
     checkpoints_ = std::make_unique<io::CheckpointDirectory>(o.output_dir / "checkpoints", o.checkpoints_to_keep);
   }
 }
@@ -62,6 +62,38 @@ CollectPolicy Agent::collect_policy() {
   return [this](const Tensor& observations, Key key, double temperature) {
     return act(observations, key, temperature);
   };
+}
+
+namespace {
+
+// Sets a flag for the lifetime of a scope, also when it is left by an exception.
+class FlagScope {
+ public:
+  explicit FlagScope(bool& flag) : flag_(flag) { flag_ = true; }
+  ~FlagScope() { flag_ = false; }
+  FlagScope(const FlagScope&) = delete;
+  FlagScope& operator=(const FlagScope&) = delete;
+
+ private:
+  bool& flag_;
+};
+
+}  // namespace
+
+CollectStats Agent::evaluate(int64_t n_episodes, double temperature, std::optional<int64_t> max_steps) {
+  CTRAX_REQUIRE(n_episodes >= 1, "Agent::evaluate: n_episodes must be >= 1, got ", n_episodes);
+  CollectOptions eval;
+  eval.n_trajectories = n_episodes;
+  eval.only_eval = true;
+  eval.max_steps = max_steps ? max_steps : options_.eval_max_steps;
+  eval.temperature = temperature;
+  FlagScope scope(evaluating_);
+  return task_.collect_trajectories(collect_policy(), eval);
+}
+
+PolicyOutput Agent::evaluation_act(const Tensor& observations, Key key, double temperature) {
+  FlagScope scope(evaluating_);
+  return act(observations, key, temperature);
 }
 
 Metrics Agent::run(int64_t n_epochs) {
@@ -91,20 +123,7 @@ Metrics Agent::run(int64_t n_epochs) {
     const auto eval_start = std::chrono::steady_clock::now();
     if (options_.n_eval_episodes > 0) {
       for (double temperature : options_.eval_temperatures) {
-        CollectOptions eval;
-        eval.n_trajectories = options_.n_eval_episodes;
-        eval.only_eval = true;
-        eval.max_steps = options_.eval_max_steps;
-        eval.temperature = temperature;
-        evaluating_ = true;
-        double r = 0;
-        try {
-          r = task_.collect_trajectories(policy, eval).mean_return;
-        } catch (...) {
-          evaluating_ = false;
-          throw;
-        }
-        evaluating_ = false;
+        const double r = evaluate(options_.n_eval_episodes, temperature).mean_return;
         eval_returns_[temperature].push_back(r);
         row[eval_metric_name(temperature)] = r;
       }
@@ -126,7 +145,7 @@ Metrics Agent::run(int64_t n_epochs) {
 }
 
 void Agent::log(const Metrics& row) {
-  if (!csv_ && !options_.output_dir.empty()) {
+  if (!csv_ && !options_.output_dir.empty() && !options_.read_only) {
     std::vector<std::string> columns;
     for (const auto& [name, value] : row) columns.push_back(name);
     csv_ = std::make_shared<CsvMetricsSink>(options_.output_dir / "metrics.csv", columns);
@@ -136,7 +155,7 @@ void Agent::log(const Metrics& row) {
 }
 
 void Agent::save() {
-  if (!checkpoints_) return;
+  if (!checkpoints_ || options_.read_only) return;
   std::map<std::string, Tensor> tensors;
   io::ManifestFields fields;
   fields["kind"] = std::string(kCheckpointKind);
@@ -188,7 +207,7 @@ bool Agent::restore() {
   // metrics.csv gets its columns from the first row; a resumed run takes them from the file's
   // header so that the rows after the checkpoint can be dropped now.
   const std::filesystem::path csv_path = options_.output_dir / "metrics.csv";
-  if (!csv_ && std::filesystem::exists(csv_path)) {
+  if (!csv_ && !options_.read_only && std::filesystem::exists(csv_path)) {
     std::ifstream in(csv_path);
     std::string header;
     std::getline(in, header);

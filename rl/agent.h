@@ -56,6 +56,8 @@ struct AgentOptions {
   std::optional<int64_t> eval_max_steps;       // >= 1; default the task's max_steps
   bool only_eval = false;                      // collect for evaluation only, train nothing
   std::filesystem::path output_dir;            // empty: nothing is written
+  bool read_only = false;                      // restore from output_dir's newest checkpoint but
+                                               // write nothing there (evaluating a finished run)
   int checkpoints_to_keep = 2;                 // >= 1
   std::vector<std::shared_ptr<MetricsSink>> sinks;  // in addition to the output directory's files
 };
@@ -85,6 +87,14 @@ class Agent {
 
   // The policy as the task's collector calls it: one call per step for all copies.
   CollectPolicy collect_policy();
+
+  // Plays n_episodes >= 1 episodes in the task's eval environment at `temperature` (0: the
+  // greedy action) without storing them or changing any statistics, as the epochs' evaluation
+  // does; max_steps defaults to eval_max_steps. Returns their mean return and length.
+  CollectStats evaluate(int64_t n_episodes, double temperature, std::optional<int64_t> max_steps = std::nullopt);
+  // The policy in evaluation mode (statistics untouched) for [N, ...] observations: for
+  // programs that run a trained agent in their own loop (`ctrax eval --render`).
+  PolicyOutput evaluation_act(const Tensor& observations, Key key, double temperature);
 
   // Saves a checkpoint now (a no-op without an output directory).
   void save();
