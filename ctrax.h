@@ -42,6 +42,7 @@
 #include "rl/agent.h"
 #include "rl/cartpole_vector_env.h"
 #include "rl/distributions.h"
+#include "rl/render.h"
 #include "rl/env.h"
 #include "rl/env_wrapper.h"
 #include "rl/envs/acrobot.h"

@@ -1,6 +1,6 @@
 // Rollouts: play a fixed action sequence in an environment and write every step as CSV.
 //
-// What it is for: inspecting and cross-checking environments (the ctrax_rollout tool, and the
+// What it is for: inspecting and cross-checking environments (`ctrax rollout`, and the
 // `ctrax rollout` subcommand that wraps it): start from a seed or from a given internal state,
 // play the actions, and print what each step gave. What it is not for: collecting training
 // data (rl/task.h), or running a policy (the actions are fixed in advance).

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds ctrax (Release) in $CTRAX_BUILD_DIR (default build/) and runs the main job: PPO on
-# CartPole-v1 until it is solved, examples/train_ppo_cartpole.cpp ->
-# <build>/examples/train_ppo_cartpole. Arguments are passed on to the program ([seed]
-# [output_dir]). The `ctrax train` command will take its place.
+# Builds ctrax (Release) in $CTRAX_BUILD_DIR (default build/) and runs the main job:
+# `ctrax train`, which trains PPO on CartPole-v1 (configs/ppo_cartpole.toml, embedded in the
+# command) until its greedy evaluation return reaches 475, with a progress line, and writes the
+# run to runs/ppo_cartpole[_k]/ (metrics, TensorBoard events, checkpoints, learning curve).
+# Arguments are passed on to `ctrax train` (e.g. a config: configs/ppo_pendulum.toml, --seed 3).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -16,6 +17,6 @@ if ! command -v cmake >/dev/null 2>&1; then
   exit 1
 fi
 
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DCTRAX_BUILD_EXAMPLES=ON "${extra_args[@]}"
-cmake --build "$build_dir" --parallel "$jobs" --target train_ppo_cartpole
-exec "$build_dir/examples/train_ppo_cartpole" "$@"
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "${extra_args[@]}"
+cmake --build "$build_dir" --parallel "$jobs" --target ctrax_command
+exec "$build_dir/tools/ctrax" train "$@"

@@ -78,7 +78,7 @@ ModelSpec read_model(ConfigTable t, bool with_injection = false) {
 }
 
 std::shared_ptr<Optimizer> read_optimizer(ConfigTable t) {
-  const std::string name = t.choice("name", "adam", {"adam", "adamw", "sgd", "momentum", "rmsprop", "adafactor"});
+  const std::string name = t.choice("name", "adam", optimizer_names());
   const std::optional<double> clip = t.optional_number("clip_grad_norm", 0.0, kInf);
   std::shared_ptr<Optimizer> out;
   if (name == "adam") {
@@ -135,7 +135,7 @@ std::shared_ptr<Optimizer> read_optimizer(ConfigTable t) {
 }
 
 Schedule read_schedule(ConfigTable t) {
-  const std::string name = t.choice("name", "constant", {"constant", "multifactor", "linear_annealing"});
+  const std::string name = t.choice("name", "constant", schedule_names());
   Schedule out;
   if (name == "constant") {
     out = constant_schedule(t.number("value", 1e-3, 0.0, kInf));
@@ -165,7 +165,12 @@ Schedule read_schedule(ConfigTable t) {
 // The action distribution: Box spaces take [distribution] std and learn_std.
 DistributionPtr read_distribution(ConfigTable t, const Space& actions) {
   if (actions.kind() != Space::Kind::box) {
-    t.finish();  // nothing is allowed: a discrete space has one distribution
+    // A discrete space has one distribution (Categorical), which takes no options.
+    for (const char* key : {"std", "learn_std"})
+      if (t.has(key))
+        t.fail(key, "a Gaussian option, but the action space is discrete (a Categorical policy); "
+                    "[distribution] options apply to Box action spaces only");
+    t.finish();
     return create_distribution(actions);
   }
   const double std = t.number("std", 1.0, 1e-9, 1e9);
@@ -196,6 +201,18 @@ std::optional<int64_t> slice_length(ConfigTable& t, int64_t fallback) {
 }
 
 }  // namespace
+
+std::vector<std::string> activation_names() { return keys_of(activations()); }
+
+const std::vector<std::string>& optimizer_names() {
+  static const std::vector<std::string> names{"adam", "adamw", "sgd", "momentum", "rmsprop", "adafactor"};
+  return names;
+}
+
+const std::vector<std::string>& schedule_names() {
+  static const std::vector<std::string> names{"constant", "multifactor", "linear_annealing"};
+  return names;
+}
 
 const std::vector<std::string>& algorithm_names() {
   static const std::vector<std::string> names{"PolicyGradient", "A2C", "PPO",      "AWR",
@@ -250,6 +267,10 @@ RunConfig read_run_config(toml::table config, const std::string& file) {
   const Space& actions = env->action_space();
   // Sections of other algorithms are refused by root.finish() (never asked for).
   if (is_joint(c.algorithm)) {
+    for (const char* separate : {"policy", "value"})
+      if (root.has(separate))
+        root.fail(separate, c.algorithm + " trains one network with a policy and a value head: give [joint] "
+                            "(its model, optimizer and batches) instead of [policy] and [value]");
     ConfigTable t = root.table("joint");
     c.joint.batch_size = t.integer("batch_size", 64, 1, kBig);
     c.joint.train_steps_per_epoch = t.integer("train_steps_per_epoch", 500, 0, kBig);
@@ -287,6 +308,10 @@ RunConfig read_run_config(toml::table config, const std::string& file) {
       a.finish();
     }
   } else {
+    if (root.has("joint"))
+      root.fail("joint", c.algorithm + " trains separate networks: give [policy]" +
+                             (has_value_network(c.algorithm) ? std::string(" and [value]") : std::string()) +
+                             " instead of [joint] (or choose a joint algorithm: PPOJoint, A2CJoint, AWRJoint)");
     ConfigTable t = root.table("policy");
     c.policy.policy_batch_size = t.integer("batch_size", 64, 1, kBig);
     c.policy.policy_train_steps_per_epoch = t.integer("train_steps_per_epoch", 500, 0, kBig);

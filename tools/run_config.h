@@ -80,8 +80,11 @@ struct RunConfig {
   toml::table resolved;  // the configuration with every default filled in
 };
 
-// The algorithms a config may name.
+// What a config may name: algorithms, model activations, optimizers and schedules.
 const std::vector<std::string>& algorithm_names();
+std::vector<std::string> activation_names();
+const std::vector<std::string>& optimizer_names();
+const std::vector<std::string>& schedule_names();
 
 // Reads and validates a configuration (see the top of this file); `file` names it in messages.
 // Builds the networks too (their sizes depend on the environment's spaces), so an unknown

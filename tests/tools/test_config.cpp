@@ -114,9 +114,15 @@ TEST_CASE("Run configs: bad configurations are refused with the file, the line a
   CHECK_THROWS_WITH_AS(read("algorithm = \"PPO\"\n[agent]\nn_eval_episodes = 1\n"),
                        doctest::Contains("give exactly one of n_trajectories_per_epoch and n_interactions_per_epoch"), Error);
   // A section of another algorithm, and options of a Box space on a discrete one.
-  CHECK_THROWS_WITH_AS(read(base + "[joint]\nbatch_size = 4\n"), doctest::Contains("run.toml:4: joint: unknown key"), Error);
+  CHECK_THROWS_WITH_AS(read(base + "[joint]\nbatch_size = 4\n"),
+                       doctest::Contains("run.toml:4: joint: PPO trains separate networks: give [policy] and [value] instead of [joint]"),
+                       Error);
+  CHECK_THROWS_WITH_AS(read("algorithm = \"PPOJoint\"\n[agent]\nn_trajectories_per_epoch = 2\n[value]\nbatch_size = 4\n"),
+                       doctest::Contains("value: PPOJoint trains one network with a policy and a value head: give [joint]"),
+                       Error);
   CHECK_THROWS_WITH_AS(read(base + "[policy.distribution]\nstd = 0.5\n"),
-                       doctest::Contains("run.toml:5: policy.distribution.std: unknown key; allowed here: none"), Error);
+                       doctest::Contains("run.toml:5: policy.distribution.std: a Gaussian option, but the action space is discrete"),
+                       Error);
   CHECK_THROWS_WITH_AS(read(base + "[policy.optimizer]\nname = \"adam\"\nmass = 0.9\n"),
                        doctest::Contains("policy.optimizer.mass: unknown key; allowed here: b1, b2, clip_grad_norm, eps, name, weight_decay_rate"),
                        Error);

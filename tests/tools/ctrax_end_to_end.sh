@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# The `ctrax` command end to end, through the real executable (ctest: tool_ctrax_end_to_end).
+#   ctrax_end_to_end.sh PATH/TO/ctrax PATH/TO/configs
+# Trains a tiny run, interrupts one with SIGINT and resumes it, evaluates and renders, plots,
+# lists and benchmarks; then every bad input, checking the message on stderr, exit status 2,
+# that nothing was created, and that an existing run directory is left byte for byte as it was.
+set -uo pipefail
+ctrax=$(realpath "$1")
+configs=$(realpath "$2")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+# A few seconds of PPO on CartPole: small collections and few training steps.
+tiny=(--set agent.n_interactions_per_epoch=256 --set agent.n_eval_episodes=2 --set policy.train_steps_per_epoch=2
+      --set value.train_steps_per_epoch=2)
+
+# expect_ok NAME COMMAND...: status 0; stdout in $work/NAME.out.
+expect_ok() {
+  local name=$1; shift
+  "$@" >"$name.out" 2>"$name.err"
+  local rc=$?
+  [[ $rc -eq 0 ]] || fail "$name: exit $rc, expected 0; stderr: $(cat "$name.err")"
+}
+
+# expect_bad NAME REGEX COMMAND...: status 2, one line on stderr matching REGEX.
+expect_bad() {
+  local name=$1 regex=$2; shift 2
+  "$@" >"$name.out" 2>"$name.err"
+  local rc=$?
+  [[ $rc -eq 2 ]] || fail "$name: exit $rc, expected 2; stderr: $(cat "$name.err")"
+  grep -Eq -- "$regex" "$name.err" || fail "$name: stderr does not match /$regex/: $(cat "$name.err")"
+}
+
+# A directory listing with checksums: "untouched" means the same before and after.
+fingerprint() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum); }
+
+signature_is() {  # FILE HEX: the file starts with these bytes
+  [[ "$(head -c $((${#2} / 2)) "$1" | od -An -tx1 | tr -d ' \n')" == "$2" ]] || fail "$1 does not start with $2"
+}
+
+# ---- help ------------------------------------------------------------------------------------
+expect_ok help "$ctrax" --help
+for command in train resume eval plot rollout list bench; do
+  expect_ok "help_$command" "$ctrax" "$command" --help
+  grep -q "Usage" "help_$command.out" || fail "ctrax $command --help prints no usage"
+done
+
+# ---- train (the embedded default configuration), eval, render, plot --------------------------
+expect_ok train "$ctrax" train --epochs 2 --seed 1 --output-dir run1 "${tiny[@]}"
+for f in run.toml config.toml metrics.csv metrics.jsonl checkpoints; do
+  [[ -e run1/$f ]] || fail "train wrote no run1/$f"
+done
+ls run1/events.out.tfevents.* >/dev/null 2>&1 || fail "train wrote no TensorBoard event file"
+grep -q "PPO finished on CartPole-v1: epoch 2" train.out || fail "train summary: $(cat train.out)"
+[[ $(grep -c '"phase": "rl"' run1/metrics.jsonl) -eq 2 ]] || fail "metrics.jsonl does not hold 2 epochs"
+grep -q '^seed = 1' run1/config.toml || fail "config.toml does not hold the resolved seed"
+if command -v gnuplot >/dev/null; then
+  signature_is run1/learning_curve.png 89504e47
+else
+  echo "gnuplot is not installed: the PNG, GIF and plot checks are skipped" >&2
+fi
+
+expect_ok eval "$ctrax" eval run1 --episodes 2
+grep -Eq "PPO on CartPole-v1, epoch 2: 2 episodes at temperature 0: mean return [0-9.]+" eval.out ||
+  fail "eval output: $(cat eval.out)"
+if command -v gnuplot >/dev/null; then
+  before=$(fingerprint run1)
+  expect_ok render_gif "$ctrax" eval run1 --episodes 1 --render "$work/episode.gif"
+  signature_is episode.gif 47494638
+  expect_ok render_png "$ctrax" eval run1 --episodes 1 --render "$work/strip.png"
+  signature_is strip.png 89504e47
+  [[ "$(fingerprint run1)" == "$before" ]] || fail "eval changed the run directory"
+fi
+
+# ---- Ctrl-C and resume -----------------------------------------------------------------------
+"$ctrax" train --epochs 100000 --output-dir run2 "${tiny[@]}" >sigint.out 2>sigint.err &
+pid=$!
+for _ in $(seq 1 300); do
+  [[ -s run2/metrics.jsonl ]] && break
+  sleep 0.1
+done
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+[[ $rc -eq 130 ]] || fail "SIGINT: exit $rc, expected 130; $(cat sigint.err)"
+epoch=$(sed -n 's/^interrupted after epoch \([0-9]*\);.*/\1/p' sigint.out)
+[[ -n "$epoch" ]] || fail "SIGINT: no 'interrupted after epoch' line: $(cat sigint.out)"
+target=$((epoch + 2))
+expect_ok resume "$ctrax" resume run2 --epochs "$target"
+grep -q "resuming run2 at epoch $epoch" resume.out || fail "resume did not start at epoch $epoch: $(cat resume.out)"
+grep -q "epoch $target," resume.out || fail "resume did not reach epoch $target: $(cat resume.out)"
+[[ $(grep -c '"phase": "rl"' run2/metrics.jsonl) -eq $target ]] || fail "run2/metrics.jsonl does not hold $target epochs"
+
+if command -v gnuplot >/dev/null; then
+  expect_ok plot "$ctrax" plot run1 run2 -o "$work/both.png"
+  signature_is both.png 89504e47
+fi
+expect_ok list "$ctrax" list
+grep -q "CartPole-v1" list.out && grep -q "SamplingAWR" list.out || fail "list: $(cat list.out)"
+expect_ok bench "$ctrax" bench
+grep -q "GFLOP/s" bench.out && grep -q "PPO CartPole epoch" bench.out || fail "bench: $(cat bench.out)"
+
+# ---- bad input: status 2, one clear line, nothing created or changed --------------------------
+expect_bad missing_config "cannot (open|read).*no_such.toml" "$ctrax" train no_such.toml --output-dir bad1
+expect_bad unknown_env 'task.env: unknown environment "Pong-v5"' "$ctrax" train --set task.env=Pong-v5 --output-dir bad1
+expect_bad unknown_algorithm 'algorithm: expected one of PolicyGradient' "$ctrax" train --set algorithm=DQN --output-dir bad1
+expect_bad gaussian_on_discrete "a Gaussian option, but the action space is discrete" \
+  "$ctrax" train --set policy.distribution.std=0.5 --output-dir bad1
+expect_bad joint_with_value_model "PPOJoint trains one network with a policy and a value head" \
+  "$ctrax" train --set algorithm=PPOJoint --output-dir bad1
+expect_bad unknown_key "policy.batch_sise: unknown key" "$ctrax" train --set policy.batch_sise=3 --output-dir bad1
+expect_bad bad_value "policy.batch_size: expected an integer" "$ctrax" train --set policy.batch_size=0 --output-dir bad1
+expect_bad bad_override "--set" "$ctrax" train --set nonsense --output-dir bad1
+expect_bad cuda "no CUDA backend" "$ctrax" train --device cuda --output-dir bad1
+expect_bad not_writable "cannot create the output directory /proc/ctrax_e2e" "$ctrax" train --output-dir /proc/ctrax_e2e/run
+[[ -e bad1 ]] && fail "a refused train created its output directory"
+before=$(fingerprint run1)
+expect_bad existing_run "run1 already holds a run; continue it with .ctrax resume run1." \
+  "$ctrax" train --output-dir run1 "${tiny[@]}"
+[[ "$(fingerprint run1)" == "$before" ]] || fail "a refused train changed an existing run"
+
+expect_bad resume_nothing "no run directory at nowhere" "$ctrax" resume nowhere
+mkdir plain && expect_bad resume_not_a_run "plain is not a ctrax run directory" "$ctrax" resume plain
+cp -r run1 future && sed -i 's/^version = .*/version = 99/' future/run.toml
+expect_bad resume_future "format version 99; this ctrax reads version 1" "$ctrax" resume future
+expect_bad eval_future "format version 99" "$ctrax" eval future
+
+# A corrupted checkpoint: every byte of its tensors file flipped in the middle.
+cp -r run1 corrupt
+newest=$(ls -d corrupt/checkpoints/* | grep -v manifest | sort | tail -1)
+data=$(find corrupt/checkpoints -name '*.safetensors' | sort | tail -1)
+[[ -n "$data" ]] || fail "no .safetensors file in the checkpoint ($newest)"
+size=$(stat -c %s "$data")
+printf '\xff\xff\xff\xff\xff\xff\xff\xff' | dd of="$data" bs=1 seek=$((size / 2)) conv=notrunc status=none
+before=$(fingerprint corrupt)
+expect_bad corrupt_resume "checksum|corrupt" "$ctrax" resume corrupt --epochs 5
+expect_bad corrupt_eval "checksum|corrupt" "$ctrax" eval corrupt
+[[ "$(fingerprint corrupt)" == "$before" ]] || fail "a refused resume changed the run directory"
+
+expect_bad render_extension "give a .gif" "$ctrax" eval run1 --render episode.mp4
+expect_bad unknown_command "" "$ctrax" fly
+
+if [[ $failures -ne 0 ]]; then
+  echo "ctrax_end_to_end: $failures failure(s)" >&2
+  exit 1
+fi
+echo "ctrax_end_to_end: all checks passed"

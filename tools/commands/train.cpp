@@ -1,0 +1,214 @@
+// ctrax train [CONFIG] and ctrax resume RUN_DIR: train an agent, with progress, Ctrl-C and a
+// learning curve at the end.
+//
+// train: reads CONFIG (default: the embedded PPO on CartPole-v1, configs/ppo_cartpole.toml),
+// applies --set overrides (and the shortcuts --seed and --epochs), validates everything, and
+// only then creates the run directory (tools/run_dir.h; default runs/<config name>, or
+// runs/<config name>_<k> when that holds a run already), which must not already hold a run. resume: reopens a run directory and continues from its newest
+// checkpoint; --epochs raises the total (and is written to its config.toml).
+// Ctrl-C (SIGINT) or SIGTERM stops after the current epoch, whose checkpoint is saved; a second
+// Ctrl-C kills at once (the last epoch's checkpoint is still intact: checkpoints are atomic).
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <ctrax/io/atomic_file.h>
+#include <ctrax/kernels/check.h>
+#include <ctrax/kernels/parallel.h>
+#include <ctrax/optim/metrics_tensorboard.h>
+
+#include "../config.h"
+#include "../gnuplot.h"
+#include "../progress.h"
+#include "../run_config.h"
+#include "../run_dir.h"
+#include "commands.h"
+#include "default_config.h"  // kDefaultConfig, generated from configs/ppo_cartpole.toml
+
+namespace ctrax::tools {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+volatile std::sig_atomic_t g_stop_requested = 0;
+
+extern "C" void request_stop(int signal) {
+  g_stop_requested = 1;
+  // A second signal takes the default action (terminate) instead of waiting for the epoch.
+  std::signal(signal, SIG_DFL);
+}
+
+// Runs until the epochs are done, the target is reached or a stop is requested.
+// rewrite_config: save config.resolved to config.toml once the checkpoint is restored (resume
+// --epochs; a refused checkpoint leaves the file as it was).
+int train_until_done(const RunConfig& config, const fs::path& dir, int64_t total_epochs, bool rewrite_config = false) {
+  std::unique_ptr<RLTask> task = make_task(config);
+  RunConfig with_sinks = config;
+  auto events = std::make_shared<TensorBoardMetricsSink>(dir);
+  with_sinks.agent.sinks.push_back(events);
+  std::unique_ptr<Agent> agent;
+  try {
+    agent = make_agent(with_sinks, *task, dir);  // restores the newest checkpoint, if any
+  } catch (...) {
+    // A refused checkpoint leaves the run directory as it was: no new event file.
+    std::error_code ignored;
+    fs::remove(events->path(), ignored);
+    throw;
+  }
+  if (rewrite_config) {
+    std::ostringstream text;
+    text << config.resolved << "\n";
+    io::write_file_atomically(dir / "config.toml", text.str());
+  }
+  const int64_t first_epoch = agent->epoch();
+  if (first_epoch > 0) std::printf("resuming %s at epoch %lld\n", dir.c_str(), static_cast<long long>(first_epoch));
+  if (first_epoch >= total_epochs) {
+    std::printf("%s is at epoch %lld of %lld: nothing to do (give --epochs to train longer)\n", dir.c_str(),
+                static_cast<long long>(first_epoch), static_cast<long long>(total_epochs));
+    return 0;
+  }
+  std::string eval_key;
+  if (!config.agent.eval_temperatures.empty() && config.agent.n_eval_episodes > 0) {
+    std::ostringstream name;
+    name.precision(6);
+    name << "eval_return_T" << config.agent.eval_temperatures.front();
+    eval_key = name.str();
+  }
+
+  g_stop_requested = 0;
+  std::signal(SIGINT, request_stop);
+  std::signal(SIGTERM, request_stop);
+  Progress progress(stdout, ::isatty(::fileno(stdout)) == 1, first_epoch, total_epochs, eval_key);
+  const auto start = std::chrono::steady_clock::now();
+  Metrics row;
+  bool reached = false;
+  while (agent->epoch() < total_epochs && !reached && !g_stop_requested) {
+    row = agent->run(1);
+    reached = config.target_eval_return && !eval_key.empty() && row.at(eval_key) >= *config.target_eval_return;
+    progress.epoch(agent->epoch(), row, agent->epoch() == total_epochs || reached || g_stop_requested);
+  }
+  progress.end_line();
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  // The learning curve is a convenience: without gnuplot the run still succeeds.
+  const fs::path curve = dir / "learning_curve.png";
+  std::string curve_note;
+  if (agent->epoch() > 0 && gnuplot_available()) {
+    try {
+      PlotOptions plot;
+      plot.title = config.algorithm + " on " + config.env;
+      plot_learning_curves({dir}, curve, plot);
+      curve_note = ", learning curve " + curve.string();
+    } catch (const Error& e) {
+      std::fprintf(stderr, "ctrax: warning: no learning curve: %s\n", e.what());
+    }
+  }
+  if (g_stop_requested) {
+    std::printf("interrupted after epoch %lld; its checkpoint is saved. Continue with: ctrax resume %s\n",
+                static_cast<long long>(agent->epoch()), dir.c_str());
+    return kExitInterrupted;
+  }
+  std::ostringstream summary;
+  summary.precision(1);
+  summary << std::fixed << config.algorithm << (reached ? " reached the target" : " finished") << " on "
+          << config.env << ": epoch " << agent->epoch() << ", " << task->n_interactions() << " environment steps, "
+          << seconds << " s";
+  if (!eval_key.empty() && row.count(eval_key)) summary << ", evaluation return " << row.at(eval_key);
+  std::printf("%s\noutputs in %s (metrics.csv, metrics.jsonl, TensorBoard events, checkpoints%s)\n",
+              summary.str().c_str(), dir.c_str(), curve_note.c_str());
+  return 0;
+}
+
+void set_device_and_threads(const std::string& device, const std::optional<int>& threads) {
+  CTRAX_REQUIRE(device == "cpu", "--device ", device,
+                ": this build of ctrax has no CUDA backend; the devices available are: cpu");
+  if (threads) {
+    CTRAX_REQUIRE(*threads >= 1, "--threads must be >= 1, got ", *threads);
+    kernels::set_num_threads(*threads);
+  }
+}
+
+struct TrainArgs {
+  std::string config;
+  std::vector<std::string> overrides;
+  std::string output_dir;
+  std::string device = "cpu";
+  std::optional<int64_t> seed, epochs;
+  std::optional<int> threads;
+};
+
+int train(TrainArgs args) {
+  set_device_and_threads(args.device, args.threads);
+  const bool embedded = args.config.empty();
+  toml::table table = embedded ? parse_config_text(kDefaultConfig, "the default configuration (PPO on CartPole-v1)")
+                               : parse_config_file(args.config);
+  if (args.seed) args.overrides.push_back("seed=" + std::to_string(*args.seed));
+  if (args.epochs) args.overrides.push_back("epochs=" + std::to_string(*args.epochs));
+  apply_overrides(table, args.overrides);
+  const RunConfig config = read_run_config(std::move(table), embedded ? "default configuration" : args.config);
+  fs::path dir(args.output_dir);
+  if (dir.empty()) {
+    // runs/<config name>, or the first of runs/<name>_2, _3, ... that holds no run: training
+    // again never touches an earlier run. (An explicit --output-dir holding a run is refused.)
+    const std::string name = embedded ? std::string("ppo_cartpole") : fs::path(args.config).stem().string();
+    dir = fs::path("runs") / name;
+    for (int i = 2; fs::exists(dir / "run.toml"); ++i) dir = fs::path("runs") / (name + "_" + std::to_string(i));
+  }
+  create_run_directory(dir, config);  // refuses a directory that holds a run, before writing
+  return train_until_done(config, dir, config.epochs);
+}
+
+int resume(const std::string& run_dir, std::optional<int64_t> epochs, const std::string& device,
+           std::optional<int> threads) {
+  set_device_and_threads(device, threads);
+  const fs::path dir(run_dir);
+  RunConfig config = open_run_directory(dir);
+  CTRAX_REQUIRE(fs::exists(dir / "checkpoints"), run_dir, " holds no checkpoint to resume from");
+  if (epochs) {
+    CTRAX_REQUIRE(*epochs >= 1, "--epochs must be >= 1, got ", *epochs);
+    config.epochs = *epochs;
+    config.resolved.insert_or_assign("epochs", *epochs);
+  }
+  return train_until_done(config, dir, config.epochs, /*rewrite_config=*/epochs.has_value());
+}
+
+}  // namespace
+
+void add_train_commands(CLI::App& app, int& status) {
+  auto args = std::make_shared<TrainArgs>();
+  CLI::App* train_cmd = app.add_subcommand(
+      "train", "train an agent from a run configuration (configs/*.toml); without CONFIG, PPO on CartPole-v1");
+  train_cmd->add_option("config", args->config, "the run configuration (TOML); default: the embedded PPO CartPole");
+  train_cmd->add_option("--set", args->overrides, "override a key: --set policy.batch_size=32 (repeatable)");
+  train_cmd->add_option("--output-dir", args->output_dir, "the run directory (default runs/<config name>[_k], a new one)");
+  train_cmd->add_option("--device", args->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  train_cmd->add_option("--seed", args->seed, "the run's seed (same as --set seed=N)");
+  train_cmd->add_option("--epochs", args->epochs, "the number of epochs (same as --set epochs=N)");
+  train_cmd->add_option("--threads", args->threads, "CPU threads (default: all; or CTRAX_NUM_THREADS)");
+  train_cmd->callback([args, &status] { status = train(*args); });
+
+  auto run_dir = std::make_shared<std::string>();
+  auto epochs = std::make_shared<std::optional<int64_t>>();
+  auto device = std::make_shared<std::string>("cpu");
+  auto threads = std::make_shared<std::optional<int>>();
+  CLI::App* resume_cmd =
+      app.add_subcommand("resume", "continue a run from its newest checkpoint (after Ctrl-C, or to train longer)");
+  resume_cmd->add_option("run_dir", *run_dir, "the run directory that `ctrax train` wrote")->required();
+  resume_cmd->add_option("--epochs", *epochs, "the new total number of epochs (default: the run's)");
+  resume_cmd->add_option("--device", *device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  resume_cmd->add_option("--threads", *threads, "CPU threads (default: all; or CTRAX_NUM_THREADS)");
+  resume_cmd->callback([=, &status] { status = resume(*run_dir, *epochs, *device, *threads); });
+}
+
+}  // namespace ctrax::tools

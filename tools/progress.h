@@ -1,0 +1,41 @@
+// What `ctrax train` and `ctrax resume` print while they train.
+//
+// On a terminal: one live line, rewritten after every epoch (epoch, environment steps, return,
+// evaluation return, steps per second, ETA). Elsewhere (a log file, CI): plain lines, one for
+// the first epoch, then at most one every `plain_interval_seconds`, and one for the last.
+// What it is not for: the metrics files (the agent writes those) or errors (stderr).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include <ctrax/optim/metrics_log.h>
+
+namespace ctrax::tools {
+
+class Progress {
+ public:
+  // total_epochs: the epoch the run stops at; first_epoch: the epoch it starts from (resume).
+  // eval_key: the row's evaluation-return metric ("eval_return_T0"), empty for none.
+  Progress(std::FILE* out, bool terminal, int64_t first_epoch, int64_t total_epochs, std::string eval_key,
+           double plain_interval_seconds = 2.0);
+  // After each epoch, with its row (rl/agent.h) and the epoch number (1-based).
+  void epoch(int64_t epoch, const Metrics& row, bool last);
+  // Ends the live line (on a terminal) before something else is printed.
+  void end_line();
+
+ private:
+  std::string line(int64_t epoch, const Metrics& row) const;
+
+  std::FILE* out_;
+  bool terminal_;
+  int64_t first_epoch_, total_epochs_;
+  std::string eval_key_;
+  double plain_interval_;
+  std::chrono::steady_clock::time_point start_, last_print_;
+  bool printed_ = false, live_ = false;
+};
+
+}  // namespace ctrax::tools
