@@ -116,6 +116,7 @@ expect_bad bad_value "policy.batch_size: expected an integer" "$ctrax" train --s
 expect_bad bad_override "--set" "$ctrax" train --set nonsense --output-dir bad1
 expect_bad cuda "no CUDA backend" "$ctrax" train --device cuda --output-dir bad1
 expect_bad not_writable "cannot create the output directory /proc/ctrax_e2e" "$ctrax" train --output-dir /proc/ctrax_e2e/run
+expect_bad agent_refuses "n_shared_layers|shared" "$ctrax" train --set value.n_shared_layers=50 --output-dir bad1
 [[ -e bad1 ]] && fail "a refused train created its output directory"
 before=$(fingerprint run1)
 expect_bad existing_run "run1 already holds a run; continue it with .ctrax resume run1." \

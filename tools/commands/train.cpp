@@ -165,6 +165,13 @@ int train(TrainArgs args) {
     dir = fs::path("runs") / name;
     for (int i = 2; fs::exists(dir / "run.toml"); ++i) dir = fs::path("runs") / (name + "_" + std::to_string(i));
   }
+  check_new_run_directory(dir);
+  {
+    // Options that only the agent checks (shared layers that do not fit, a model whose output
+    // does not fit the action space, ...) are refused before the run directory exists.
+    std::unique_ptr<RLTask> probe_task = make_task(config);
+    make_agent(config, *probe_task, "");
+  }
   create_run_directory(dir, config);  // refuses a directory that holds a run, before writing
   return train_until_done(config, dir, config.epochs);
 }
