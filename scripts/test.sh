@@ -2,8 +2,8 @@
 # Builds ctrax and runs every test, in three steps:
 #   1. a Release build (library, tests, benchmarks, examples) in $CTRAX_BUILD_DIR (default build/)
 #      and its whole ctest suite;
-#   2. a build with AddressSanitizer + UndefinedBehaviorSanitizer (-DCTRAX_SANITIZE=ON, -O1; tests
-#      only) in $CTRAX_SANITIZE_BUILD_DIR (default build-sanitize/) and its ctest suite with
+#   2. a build with AddressSanitizer + UndefinedBehaviorSanitizer (-DCTRAX_SANITIZE=ON, -O1, no CUDA;
+#      tests only) in $CTRAX_SANITIZE_BUILD_DIR (default build-sanitize/) and its ctest suite with
 #      leak detection on (the install tests, which check packaging, run in pass 1 only);
 #   3. the libFuzzer target of the safetensors loader (clang), for CTRAX_FUZZ_SECONDS (30).
 # Environment: CTRAX_BUILD_DIR, CTRAX_SANITIZE_BUILD_DIR, CTRAX_FUZZ_BUILD_DIR, CTRAX_CMAKE_ARGS
@@ -56,11 +56,13 @@ fi
 if [[ "${CTRAX_SKIP_SANITIZE:-0}" != "1" ]]; then
   export ASAN_OPTIONS="detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+  # CUDA off: the sanitizers instrument host C++ only (the Release pass builds the CUDA backend
+  # whenever nvcc is installed, and its GPU tests run or skip there).
   # Debug with -O1 -g1: assertions on, line tables for the sanitizers' stack traces, and a
   # build about 2.5x faster than -O2 -g (sanitizer instrumentation makes optimising costly).
   if step "configure sanitize ($sanitize_dir)" cmake -S . -B "$sanitize_dir" \
        -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" -DCTRAX_SANITIZE=ON -DCTRAX_BUILD_TESTS=ON \
-       -DCTRAX_BUILD_BENCHMARKS=OFF -DCTRAX_BUILD_EXAMPLES=OFF "${extra_args[@]}" &&
+       -DCTRAX_BUILD_BENCHMARKS=OFF -DCTRAX_BUILD_EXAMPLES=OFF "${extra_args[@]}" -DCTRAX_CUDA=OFF &&
      step "build sanitize" cmake --build "$sanitize_dir" --parallel "$jobs"; then
     # The install tests (label "install": installing, then building consumers with find_package,
     # pkg-config and add_subdirectory) check packaging, which the Release pass covers; under the

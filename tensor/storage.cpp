@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "../kernels/check.h"
+#include "../kernels/cuda/runtime.h"
 
 namespace ctrax {
 
@@ -74,10 +75,15 @@ BlockCache& block_cache() {
 }  // namespace
 
 Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
-  CTRAX_REQUIRE(device.is_cpu(), "Storage: cannot allocate on ", device,
-                ": this build of ctrax has no CUDA backend yet (expected device cpu)");
   CTRAX_REQUIRE(nbytes <= (size_t{1} << 46), "Storage: refusing to allocate ", nbytes,
                 " bytes (more than 64 TiB; is a shape wrong?)");
+  if (device.is_cuda()) {
+    CTRAX_REQUIRE(kernels::cuda::available(), "Storage: cannot allocate on ", device, ": ",
+                  kernels::cuda::unavailable_reason());
+    // The caching allocator (kernels/cuda/runtime.h) checks the index and throws on failure.
+    data_ = kernels::cuda::allocate(nbytes, device.index);
+    return;
+  }
   if (nbytes <= kMaxCachedBytes) {
     // Zero-sized tensors still get a valid (unused) block so data pointers are never null.
     const int cls = size_class(nbytes == 0 ? 1 : nbytes);
@@ -92,6 +98,10 @@ Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device
 }
 
 Storage::~Storage() {
+  if (device_.is_cuda()) {
+    kernels::cuda::deallocate(data_, nbytes_, device_.index);
+    return;
+  }
   if (nbytes_ <= kMaxCachedBytes && BlockCache::alive()) {
     if (block_cache().give(size_class(nbytes_ == 0 ? 1 : nbytes_), data_)) return;
   }

@@ -7,6 +7,10 @@
 #include <type_traits>
 
 #include "convert.h"
+#include "cuda_arg.h"
+#ifdef CTRAX_USE_CUDA
+#include "../kernels/cuda/copy.h"
+#endif
 #include "strided_loop.h"
 #include "trace.h"
 
@@ -63,6 +67,7 @@ template <typename T>
 T Tensor::item() const {
   require_defined("Tensor::item");
   CTRAX_REQUIRE(numel() == 1, "Tensor::item: expected a tensor with one element, got shape ", shape_);
+  if (device().is_cuda()) return to(Device::cpu()).item<T>();
   using Stored = typename dtype_traits<dtype_of<T>()>::type;
   return dispatch_dtype(dtype_, [&](auto tag) -> T {
     using S = decltype(tag);
@@ -73,6 +78,7 @@ T Tensor::item() const {
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
   require_defined("Tensor::to_vector");
+  if (device().is_cuda()) return to(Device::cpu()).to_vector<T>();
   const Tensor c = to(dtype_of<T>()).contiguous();
   std::vector<T> out(static_cast<size_t>(c.numel()));
   using Stored = typename dtype_traits<dtype_of<T>()>::type;
@@ -379,8 +385,11 @@ void Tensor::copy_(const Tensor& src) {
                 ") is traced by autodiff; an in-place write would make its gradient wrong. Compute a new "
                 "tensor instead (e.g. where, concatenate), or write to stop_gradient(x) if you mean it");
   src.require_defined("copy_");
-  CTRAX_REQUIRE(device().is_cpu() && src.device().is_cpu(), "copy_: only cpu tensors are supported, got ",
-                src.device(), " -> ", device());
+  // Between devices: move src to this tensor's device first, then copy there.
+  if (src.device() != device()) {
+    copy_(src.to(device()));
+    return;
+  }
   // Source and destination in one storage may overlap: copy through a temporary so the
   // result is as if src were read completely before anything is written (NumPy semantics).
   if (src.shares_storage_with(*this)) {
@@ -389,6 +398,14 @@ void Tensor::copy_(const Tensor& src) {
   }
   // Broadcast src to our shape (throws with both shapes when impossible).
   const Tensor s = src.expand(shape_);
+#ifdef CTRAX_USE_CUDA  // without the backend no tensor lives on a GPU
+  if (device().is_cuda()) {
+    cuda_detail::use_device_of(*this);
+    kernels::cuda::strided_copy(cuda_detail::strided_arg(*this), cuda_detail::element_type(dtype_),
+                                cuda_detail::strided_arg(s, shape_), cuda_detail::element_type(s.dtype()));
+    return;
+  }
+#endif
   std::array<char*, 2> base{static_cast<char*>(raw_data()), static_cast<char*>(s.raw_data())};
   std::array<Shape, 2> strides{detail::broadcast_byte_strides(*this, shape_),
                                detail::broadcast_byte_strides(s, shape_)};
@@ -407,6 +424,13 @@ void Tensor::fill_(double value) {
   require_defined("fill_");
   CTRAX_REQUIRE(!detail::is_traced(*this), "fill_: the tensor (", dtype_, shape_,
                 ") is traced by autodiff; an in-place write would make its gradient wrong. Use full_like(x, v) instead");
+#ifdef CTRAX_USE_CUDA  // without the backend no tensor lives on a GPU
+  if (device().is_cuda()) {
+    cuda_detail::use_device_of(*this);
+    kernels::cuda::fill(cuda_detail::strided_arg(*this), cuda_detail::element_type(dtype_), value);
+    return;
+  }
+#endif
   dispatch_dtype(dtype_, [&](auto tag) {
     using T = decltype(tag);
     const T v = convert<T>(value);
@@ -451,8 +475,21 @@ Tensor Tensor::to(DType dtype) const {
 Tensor Tensor::to(Device device) const {
   require_defined("to");
   if (device == this->device()) return *this;
-  CTRAX_THROW("to: cannot move a tensor from ", this->device(), " to ", device,
-              ": this build of ctrax has no CUDA backend yet");
+  CTRAX_REQUIRE(device.is_cpu() || kernels::cuda::available(), "to: cannot move a tensor from ", this->device(),
+                " to ", device, ": ", kernels::cuda::unavailable_reason());
+  // Both ends contiguous: one transfer of the bytes. A strided source is first made
+  // contiguous where it lives (on the GPU by a kernel, on the CPU by the strided loop).
+  const Tensor src = contiguous();
+  Tensor out(shape_, dtype_, device);  // throws when the device is unavailable
+  const size_t nbytes = static_cast<size_t>(numel()) * element_size();
+  if (device.is_cuda() && src.device().is_cpu()) {
+    kernels::cuda::copy_host_to_device(out.raw_data(), src.raw_data(), nbytes, device.index);
+  } else if (device.is_cpu() && src.device().is_cuda()) {
+    kernels::cuda::copy_device_to_host(out.raw_data(), src.raw_data(), nbytes, src.device().index);
+  } else {
+    kernels::cuda::copy_device_to_device(out.raw_data(), device.index, src.raw_data(), src.device().index, nbytes);
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
