@@ -9,11 +9,18 @@
 // column (k, 1), and the added axis is removed from the result; the batch axes (all but the
 // last two) broadcast. Both operands must be floating; float32 with float64 computes in
 // float64.
+//
+// On a CUDA device the same layout logic drives kernels::cuda::sgemm (the hand-written version
+// selected at run time, or cuBLAS) and cuBLAS's dgemm; operands must share the device.
 #include <cstring>
 #include <vector>
 
 #include "../trace.h"
 #include "../../kernels/gemm.h"
+#include "../cuda_arg.h"
+#ifdef CTRAX_USE_CUDA
+#include "../../kernels/cuda/gemm.h"
+#endif
 #include "../ops.h"
 #include "reduce_util.h"
 
@@ -66,9 +73,20 @@ GemmOperand prepare_operand(Tensor& t, const Shape& batch) {
   return op;
 }
 
+// C = op(A) op(B) on the CPU or, with `on_gpu`, on the current CUDA device (pointers are then
+// device pointers and the call is asynchronous).
 template <typename T>
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
-          int64_t ldc) {
+void gemm(bool on_gpu, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+          int64_t ldb, T* c, int64_t ldc) {
+  if (on_gpu) {
+#ifdef CTRAX_USE_CUDA
+    if constexpr (std::is_same_v<T, float>) kernels::cuda::sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+    else kernels::cuda::dgemm(ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+    return;
+#else
+    CTRAX_CHECK(false, "a GPU matmul in a build without CUDA");
+#endif
+  }
   if constexpr (std::is_same_v<T, float>) kernels::sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
   else kernels::dgemm(ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
 }
@@ -92,14 +110,14 @@ bool batches_fold_into_rows(const GemmOperand& a, const GemmOperand& b, const Sh
 }
 
 template <typename T>
-void batched_gemm(const GemmOperand& a, const GemmOperand& b, const Shape& batch, int64_t m, int64_t n, int64_t k,
-                  T* c) {
+void batched_gemm(bool on_gpu, const GemmOperand& a, const GemmOperand& b, const Shape& batch, int64_t m, int64_t n,
+                  int64_t k, T* c) {
   const T* a0 = reinterpret_cast<const T*>(a.base);
   const T* b0 = reinterpret_cast<const T*>(b.base);
   const int64_t batches = batch.numel();
   int64_t spacing = 0;
   if (batches > 1 && batches_fold_into_rows(a, b, batch, m, k, spacing)) {
-    gemm<T>(false, b.transposed, batches * m, n, k, a0, spacing, b0, b.ld, c, n);
+    gemm<T>(on_gpu, false, b.transposed, batches * m, n, k, a0, spacing, b0, b.ld, c, n);
     return;
   }
   // An odometer over the batch axes keeps the per-matrix cost to a few adds.
@@ -107,7 +125,7 @@ void batched_gemm(const GemmOperand& a, const GemmOperand& b, const Shape& batch
   int64_t index[kMaxRank] = {};
   int64_t a_off = 0, b_off = 0;
   for (int64_t i = 0; i < batches; ++i) {
-    gemm<T>(a.transposed, b.transposed, m, n, k, a0 + a_off, a.ld, b0 + b_off, b.ld, c + i * m * n, n);
+    gemm<T>(on_gpu, a.transposed, b.transposed, m, n, k, a0 + a_off, a.ld, b0 + b_off, b.ld, c + i * m * n, n);
     for (int d = nb - 1; d >= 0; --d) {
       a_off += a.batch_strides[d];
       b_off += b.batch_strides[d];
@@ -123,8 +141,14 @@ void batched_gemm(const GemmOperand& a, const GemmOperand& b, const Shape& batch
 
 Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   return traced_op(OpId::matmul, {&a_in, &b_in}, [&] {
-    detail::require_cpu_input(a_in, "matmul");
-    detail::require_cpu_input(b_in, "matmul");
+    const Device device = a_in.defined() ? a_in.device() : Device::cpu();
+    if (a_in.defined() && b_in.defined() && (a_in.device().is_cuda() || b_in.device().is_cuda())) {
+      cuda_detail::require_same_device("matmul", device, b_in, "b");
+      cuda_detail::use_device_of(a_in);
+    } else {
+      detail::require_cpu_input(a_in, "matmul");
+      detail::require_cpu_input(b_in, "matmul");
+    }
     CTRAX_REQUIRE(a_in.rank() >= 1 && b_in.rank() >= 1, "matmul: operands must have rank >= 1, got shapes ",
                   a_in.shape(), " and ", b_in.shape(), " (use mul to scale by a rank-0 tensor)");
     CTRAX_REQUIRE(is_floating(a_in.dtype()) && is_floating(b_in.dtype()),
@@ -159,7 +183,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
     if (!a_vector) out_shape.push_back(m);
     if (!b_vector) out_shape.push_back(n);
 
-    Tensor out = empty(out_shape, dtype);
+    Tensor out = empty(out_shape, dtype, device);
     if (out.numel() == 0) return out;
     if (k == 0) {  // an empty sum: zeros, without asking GEMM about k = 0
       out.fill_(0.0);
@@ -168,7 +192,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
     const GemmOperand ga = prepare_operand(a, batch), gb = prepare_operand(b, batch);
     dispatch_floating(dtype, [&](auto tag) {
       using T = decltype(tag);
-      batched_gemm<T>(ga, gb, batch, m, n, k, static_cast<T*>(out.raw_data()));
+      batched_gemm<T>(device.is_cuda(), ga, gb, batch, m, n, k, static_cast<T*>(out.raw_data()));
     });
     return out;
   });
