@@ -6,7 +6,8 @@
 // computation dtype; the loop is ops_detail::map_binary (elementwise_util.h), which sends
 // contiguous or scalar-broadcast float runs of add, sub, mul, div, maximum and minimum to the
 // vectorised kernels. A C++ scalar operand is read from a local variable with zero strides,
-// so `x * 0.5` allocates nothing but its output.
+// so `x * 0.5` allocates nothing but its output. On CUDA tensors the same dtype rules and
+// checks run, then kernels/cuda/elementwise.h does the loop (the scalar passed by value).
 //
 // Dtype rules beyond promote_types:
 //   add, sub, mul, pow on two bools throw (cast first); a bool mixed with a number is fine
@@ -32,6 +33,7 @@ namespace {
 
 using kernels::BinaryKernel;
 using ops_detail::kNoKernel;
+namespace kc = kernels::cuda;
 
 constexpr int kernel_id(BinaryKernel k) { return static_cast<int>(k); }
 
@@ -59,6 +61,7 @@ DType result_dtype(Rule rule, DType compute) { return rule == Rule::to_bool ? DT
 
 struct Add {
   static constexpr const char* name = "add";
+  static constexpr kc::BinaryOp cuda = kc::BinaryOp::add;
   static constexpr Rule rule = Rule::arithmetic;
   static constexpr int kernel = kernel_id(BinaryKernel::add);
   template <typename T>
@@ -69,6 +72,7 @@ struct Add {
 };
 struct Sub {
   static constexpr const char* name = "sub";
+  static constexpr kc::BinaryOp cuda = kc::BinaryOp::sub;
   static constexpr Rule rule = Rule::arithmetic;
   static constexpr int kernel = kernel_id(BinaryKernel::sub);
   template <typename T>
@@ -79,6 +83,7 @@ struct Sub {
 };
 struct Mul {
   static constexpr const char* name = "mul";
+  static constexpr kc::BinaryOp cuda = kc::BinaryOp::mul;
   static constexpr Rule rule = Rule::arithmetic;
   static constexpr int kernel = kernel_id(BinaryKernel::mul);
   template <typename T>
@@ -89,6 +94,7 @@ struct Mul {
 };
 struct Div {
   static constexpr const char* name = "div";
+  static constexpr kc::BinaryOp cuda = kc::BinaryOp::div;
   static constexpr Rule rule = Rule::true_division;
   static constexpr int kernel = kernel_id(BinaryKernel::div);
   template <typename T>
@@ -99,6 +105,7 @@ struct Div {
 };
 struct Pow {
   static constexpr const char* name = "pow";
+  static constexpr kc::BinaryOp cuda = kc::BinaryOp::pow;
   static constexpr Rule rule = Rule::arithmetic;
   static constexpr int kernel = kNoKernel;
   template <typename T>
@@ -120,6 +127,7 @@ struct Pow {
 };
 struct Maximum {
   static constexpr const char* name = "maximum";
+  static constexpr kc::BinaryOp cuda = kc::BinaryOp::maximum;
   static constexpr Rule rule = Rule::any;
   static constexpr int kernel = kernel_id(BinaryKernel::maximum);
   template <typename T>
@@ -127,6 +135,7 @@ struct Maximum {
 };
 struct Minimum {
   static constexpr const char* name = "minimum";
+  static constexpr kc::BinaryOp cuda = kc::BinaryOp::minimum;
   static constexpr Rule rule = Rule::any;
   static constexpr int kernel = kernel_id(BinaryKernel::minimum);
   template <typename T>
@@ -136,6 +145,7 @@ struct Minimum {
 #define CTRAX_BOOL_BINARY(Name, text, expression)       \
   struct Name {                                         \
     static constexpr const char* name = text;           \
+    static constexpr kc::BinaryOp cuda = Name##_op; \
     static constexpr Rule rule = Rule::to_bool;         \
     static constexpr int kernel = kNoKernel;            \
     template <typename T>                               \
@@ -143,6 +153,10 @@ struct Minimum {
       return (expression) ? 1 : 0;                      \
     }                                                   \
   };
+// The CUDA op ids under the struct names, for the macro above.
+constexpr kc::BinaryOp Eq_op = kc::BinaryOp::eq, Ne_op = kc::BinaryOp::ne, Lt_op = kc::BinaryOp::lt,
+                       Le_op = kc::BinaryOp::le, Gt_op = kc::BinaryOp::gt, Ge_op = kc::BinaryOp::ge,
+                       LogicalAnd_op = kc::BinaryOp::logical_and, LogicalOr_op = kc::BinaryOp::logical_or;
 CTRAX_BOOL_BINARY(Eq, "eq", a == b)
 CTRAX_BOOL_BINARY(Ne, "ne", a != b)
 CTRAX_BOOL_BINARY(Lt, "lt", a < b)
@@ -158,6 +172,7 @@ CTRAX_BOOL_BINARY(LogicalOr, "logical_or", a != T(0) || b != T(0))
 // True when some element of the integer tensor t is negative (serial: this is a rare path).
 template <typename T>
 bool any_negative(const Tensor& t) {
+  if (t.device().is_cuda()) return ops_detail::cuda_any_negative(t);
   bool found = false;
   std::array<char*, 1> base{static_cast<char*>(t.raw_data())};
   std::array<Shape, 1> strides{detail::broadcast_byte_strides(t, t.shape())};
@@ -180,12 +195,17 @@ void require_valid_exponent(const Tensor& exponent) {
 
 template <typename Op>
 Tensor binary_op(const Tensor& a, const Tensor& b) {
-  ops_detail::require_input(a, Op::name, "a");
-  ops_detail::require_input(b, Op::name, "b");
+  ops_detail::require_defined_input(a, Op::name, "a");
+  ops_detail::require_defined_input(b, Op::name, "b");
+  ops_detail::require_same_device(Op::name, a.device(), b, "b");
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), Op::name);
   const DType dtype = compute_dtype(Op::rule, a.dtype(), b.dtype(), Op::name);
   const Tensor ac = a.to(dtype);
   const Tensor bc = b.to(dtype);
+  if (a.device().is_cuda()) {
+    dispatch_dtype(dtype, [&](auto tag) { require_valid_exponent<Op, decltype(tag)>(bc); });
+    return ops_detail::cuda_binary(Op::cuda, ac, bc, shape, dtype, result_dtype(Op::rule, dtype));
+  }
   Tensor out(shape, result_dtype(Op::rule, dtype));
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -204,12 +224,13 @@ Tensor binary_op(const Tensor& a, const Tensor& b) {
 // categories agree (ops_detail::weak_scalar_dtype).
 template <typename Op>
 Tensor binary_scalar_op(const Tensor& t, Scalar s, bool scalar_first) {
-  ops_detail::require_input(t, Op::name, scalar_first ? "b" : "a");
+  ops_detail::require_defined_input(t, Op::name, scalar_first ? "b" : "a");
   const DType sd = ops_detail::weak_scalar_dtype(t.dtype(), s.is_floating);
   const DType dtype = scalar_first ? compute_dtype(Op::rule, sd, t.dtype(), Op::name)
                                    : compute_dtype(Op::rule, t.dtype(), sd, Op::name);
   const Tensor tc = t.to(dtype);
-  Tensor out(t.shape(), result_dtype(Op::rule, dtype));
+  const bool on_cuda = tc.device().is_cuda();
+  Tensor out = on_cuda ? Tensor() : Tensor(t.shape(), result_dtype(Op::rule, dtype));
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     using Out = decltype(Op::apply(T{}, T{}));
@@ -221,6 +242,10 @@ Tensor binary_scalar_op(const Tensor& t, Scalar s, bool scalar_first) {
       } else {
         require_valid_exponent<Op, T>(tc);
       }
+    }
+    if (on_cuda) {
+      out = ops_detail::cuda_binary_scalar(Op::cuda, tc, dtype, result_dtype(Op::rule, dtype), s.value, scalar_first);
+      return;
     }
     const char* tp = static_cast<const char*>(tc.raw_data());
     const char* sp = reinterpret_cast<const char*>(&value);
@@ -309,23 +334,28 @@ Tensor minimum(const Tensor& a, Scalar b) {
 }
 
 Tensor scalar_like(Scalar s, const Tensor& like) {
-  ops_detail::require_input(like, "scalar_like", "like");
-  return scalar_tensor(s.value, ops_detail::weak_scalar_dtype(like.dtype(), s.is_floating));
+  ops_detail::require_defined_input(like, "scalar_like", "like");
+  // On like's device, so that the tensor form of the op sees operands on one device.
+  const Tensor t = scalar_tensor(s.value, ops_detail::weak_scalar_dtype(like.dtype(), s.is_floating));
+  return like.device().is_cpu() ? t : t.to(like.device());
 }
 
 // ---- where ------------------------------------------------------------------------------------
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return traced_op(OpId::where, {&cond, &a, &b}, [&] {
-    ops_detail::require_input(cond, "where", "cond");
-    ops_detail::require_input(a, "where", "a");
-    ops_detail::require_input(b, "where", "b");
+    ops_detail::require_defined_input(cond, "where", "cond");
+    ops_detail::require_defined_input(a, "where", "a");
+    ops_detail::require_defined_input(b, "where", "b");
+    ops_detail::require_same_device("where", cond.device(), a, "a");
+    ops_detail::require_same_device("where", cond.device(), b, "b");
     CTRAX_REQUIRE(is_bool(cond.dtype()), "where: cond must be a bool tensor, got dtype ", cond.dtype(),
                   " (shape ", cond.shape(), "); compare first, e.g. gt(x, 0)");
     const Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
     const DType dtype = promote_types(a.dtype(), b.dtype());
     const Tensor ac = a.to(dtype);
     const Tensor bc = b.to(dtype);
+    if (cond.device().is_cuda()) return ops_detail::cuda_where(cond, ac, bc, shape, dtype);
     Tensor out(shape, dtype);
     dispatch_dtype(dtype, [&](auto tag) {
       using T = decltype(tag);

@@ -3,6 +3,7 @@
 // What it is for: each op's dtype rule and per-element formula. The loop itself is
 // ops_detail::map_unary (elementwise_util.h), which walks any strided input and sends
 // contiguous float runs of neg, relu, square, exp, tanh and sigmoid to the vectorised kernels.
+// On a CUDA tensor the same dtype rule runs, then kernels/cuda/elementwise.h does the loop.
 //
 // Dtype families (ops.h):
 //   real      exp, log, ..., gelu, sin, cos: integer and bool inputs become float32;
@@ -26,14 +27,16 @@ namespace {
 using kernels::UnaryKernel;
 using ops_detail::kNoKernel;
 using ops_detail::map_unary;
+namespace kc = kernels::cuda;
 
 constexpr int kernel_id(UnaryKernel k) { return static_cast<int>(k); }
 
 // Real-valued op: computes in float32 (or float64 for float64 input).
 template <int Kernel = kNoKernel, typename F>
-Tensor real_unary(const Tensor& x, const char* op, F f) {
-  ops_detail::require_input(x, op, "x");
+Tensor real_unary(const Tensor& x, const char* op, kc::UnaryOp cuda_op, F f) {
+  ops_detail::require_defined_input(x, op, "x");
   const Tensor xf = is_floating(x.dtype()) ? x : x.to(DType::float32);
+  if (xf.device().is_cuda()) return ops_detail::cuda_unary(cuda_op, xf, xf.dtype());
   Tensor out(xf.shape(), xf.dtype());
   dispatch_floating(xf.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -49,9 +52,10 @@ inline void require_not_bool(const Tensor& x, const char* op) {
 
 // Arithmetic op: same dtype in and out, bool rejected.
 template <int Kernel = kNoKernel, typename F>
-Tensor arithmetic_unary(const Tensor& x, const char* op, F f) {
-  ops_detail::require_input(x, op, "x");
+Tensor arithmetic_unary(const Tensor& x, const char* op, kc::UnaryOp cuda_op, F f) {
+  ops_detail::require_defined_input(x, op, "x");
   require_not_bool(x, op);
+  if (x.device().is_cuda()) return ops_detail::cuda_unary(cuda_op, x, x.dtype());
   Tensor out(x.shape(), x.dtype());
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -62,9 +66,10 @@ Tensor arithmetic_unary(const Tensor& x, const char* op, F f) {
 
 // Rounding op: floating inputs are rounded, integer and bool ones copied.
 template <typename F>
-Tensor rounding_unary(const Tensor& x, const char* op, F f) {
-  ops_detail::require_input(x, op, "x");
+Tensor rounding_unary(const Tensor& x, const char* op, kc::UnaryOp cuda_op, F f) {
+  ops_detail::require_defined_input(x, op, "x");
   if (!is_floating(x.dtype())) return x.clone();
+  if (x.device().is_cuda()) return ops_detail::cuda_unary(cuda_op, x, x.dtype());
   Tensor out(x.shape(), x.dtype());
   dispatch_floating(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -75,8 +80,9 @@ Tensor rounding_unary(const Tensor& x, const char* op, F f) {
 
 // Test op: any dtype in, bool (stored as uint8_t 0/1) out.
 template <typename F>
-Tensor test_unary(const Tensor& x, const char* op, F f) {
-  ops_detail::require_input(x, op, "x");
+Tensor test_unary(const Tensor& x, const char* op, kc::UnaryOp cuda_op, F f) {
+  ops_detail::require_defined_input(x, op, "x");
+  if (x.device().is_cuda()) return ops_detail::cuda_unary(cuda_op, x, DType::boolean);
   Tensor out(x.shape(), DType::boolean);
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -109,13 +115,13 @@ T round_half_even(T v) {
 
 Tensor neg(const Tensor& x) {
   return traced_op(OpId::neg, {&x}, [&] {
-    return arithmetic_unary<kernel_id(UnaryKernel::neg)>(x, "neg", [](auto v) { return negate(v); });
+    return arithmetic_unary<kernel_id(UnaryKernel::neg)>(x, "neg", kc::UnaryOp::neg, [](auto v) { return negate(v); });
   });
 }
 
 Tensor abs(const Tensor& x) {
   return traced_op(OpId::abs, {&x}, [&] {
-    return arithmetic_unary(x, "abs", [](auto v) {
+    return arithmetic_unary(x, "abs", kc::UnaryOp::abs, [](auto v) {
       using T = decltype(v);
       if constexpr (std::is_integral_v<T>) return v < T(0) ? negate(v) : v;
       else return std::fabs(v);
@@ -125,7 +131,7 @@ Tensor abs(const Tensor& x) {
 
 Tensor sign(const Tensor& x) {
   // 0, -0 and NaN are returned as they are.
-  return arithmetic_unary(x, "sign", [](auto v) {
+  return arithmetic_unary(x, "sign", kc::UnaryOp::sign, [](auto v) {
     using T = decltype(v);
     return v > T(0) ? T(1) : (v < T(0) ? T(-1) : v);
   });
@@ -133,7 +139,7 @@ Tensor sign(const Tensor& x) {
 
 Tensor square(const Tensor& x) {
   return traced_op(OpId::square, {&x}, [&] {
-    return arithmetic_unary<kernel_id(UnaryKernel::square)>(x, "square", [](auto v) {
+    return arithmetic_unary<kernel_id(UnaryKernel::square)>(x, "square", kc::UnaryOp::square, [](auto v) {
       using T = decltype(v);
       if constexpr (std::is_integral_v<T>) return ops_detail::wrap_mul(v, v);
       else return kernels::unary_value<UnaryKernel::square>(v);
@@ -143,7 +149,7 @@ Tensor square(const Tensor& x) {
 
 Tensor relu(const Tensor& x) {
   return traced_op(OpId::relu, {&x}, [&] {
-    return arithmetic_unary<kernel_id(UnaryKernel::relu)>(x, "relu", [](auto v) {
+    return arithmetic_unary<kernel_id(UnaryKernel::relu)>(x, "relu", kc::UnaryOp::relu, [](auto v) {
       using T = decltype(v);
       return v <= T(0) ? T(0) : v;  // kernels::unary_value<relu> for floats: +0 for -0, NaN kept
     });
@@ -152,13 +158,15 @@ Tensor relu(const Tensor& x) {
 
 Tensor clip(const Tensor& x, Scalar lo, Scalar hi) {
   return traced_op(OpId::clip, {&x}, [&] {
-    ops_detail::require_input(x, "clip", "x");
+    ops_detail::require_defined_input(x, "clip", "x");
     require_not_bool(x, "clip");
     CTRAX_REQUIRE(lo.value <= hi.value, "clip: lo (", lo.value, ") must be <= hi (", hi.value,
                   "), and neither may be NaN");
     // The bounds are weak scalars: a floating bound makes an integer tensor float32.
     const DType dtype = (lo.is_floating || hi.is_floating) ? ops_detail::weak_scalar_dtype(x.dtype(), true) : x.dtype();
     const Tensor xc = x.to(dtype);
+    // The bounds travel as doubles and are saturate-cast to the element type in the launch.
+    if (xc.device().is_cuda()) return ops_detail::cuda_unary(kc::UnaryOp::clip, xc, dtype, lo.value, hi.value);
     Tensor out(xc.shape(), dtype);
     dispatch_dtype(dtype, [&](auto tag) {
       using T = decltype(tag);
@@ -175,43 +183,43 @@ Tensor clip(const Tensor& x, Scalar lo, Scalar hi) {
 
 Tensor exp(const Tensor& x) {
   return traced_op(OpId::exp, {&x}, [&] {
-    return real_unary<kernel_id(UnaryKernel::exp)>(x, "exp", [](auto v) { return kernels::unary_value<UnaryKernel::exp>(v); });
+    return real_unary<kernel_id(UnaryKernel::exp)>(x, "exp", kc::UnaryOp::exp, [](auto v) { return kernels::unary_value<UnaryKernel::exp>(v); });
   });
 }
 Tensor tanh(const Tensor& x) {
   return traced_op(OpId::tanh, {&x}, [&] {
     return real_unary<kernel_id(UnaryKernel::tanh)>(x, "tanh",
-                                                    [](auto v) { return kernels::unary_value<UnaryKernel::tanh>(v); });
+                                                    kc::UnaryOp::tanh, [](auto v) { return kernels::unary_value<UnaryKernel::tanh>(v); });
   });
 }
 Tensor sigmoid(const Tensor& x) {
   return traced_op(OpId::sigmoid, {&x}, [&] {
     return real_unary<kernel_id(UnaryKernel::sigmoid)>(
-        x, "sigmoid", [](auto v) { return kernels::unary_value<UnaryKernel::sigmoid>(v); });
+        x, "sigmoid", kc::UnaryOp::sigmoid, [](auto v) { return kernels::unary_value<UnaryKernel::sigmoid>(v); });
   });
 }
-Tensor log(const Tensor& x) { return traced_op(OpId::log, {&x}, [&] { return real_unary(x, "log", [](auto v) { return std::log(v); }); }); }
-Tensor log1p(const Tensor& x) { return traced_op(OpId::log1p, {&x}, [&] { return real_unary(x, "log1p", [](auto v) { return std::log1p(v); }); }); }
-Tensor expm1(const Tensor& x) { return traced_op(OpId::expm1, {&x}, [&] { return real_unary(x, "expm1", [](auto v) { return std::expm1(v); }); }); }
-Tensor sqrt(const Tensor& x) { return traced_op(OpId::sqrt, {&x}, [&] { return real_unary(x, "sqrt", [](auto v) { return std::sqrt(v); }); }); }
+Tensor log(const Tensor& x) { return traced_op(OpId::log, {&x}, [&] { return real_unary(x, "log", kc::UnaryOp::log, [](auto v) { return std::log(v); }); }); }
+Tensor log1p(const Tensor& x) { return traced_op(OpId::log1p, {&x}, [&] { return real_unary(x, "log1p", kc::UnaryOp::log1p, [](auto v) { return std::log1p(v); }); }); }
+Tensor expm1(const Tensor& x) { return traced_op(OpId::expm1, {&x}, [&] { return real_unary(x, "expm1", kc::UnaryOp::expm1, [](auto v) { return std::expm1(v); }); }); }
+Tensor sqrt(const Tensor& x) { return traced_op(OpId::sqrt, {&x}, [&] { return real_unary(x, "sqrt", kc::UnaryOp::sqrt, [](auto v) { return std::sqrt(v); }); }); }
 Tensor rsqrt(const Tensor& x) {
   return traced_op(OpId::rsqrt, {&x}, [&] {
-    return real_unary(x, "rsqrt", [](auto v) { return decltype(v)(1) / std::sqrt(v); });
+    return real_unary(x, "rsqrt", kc::UnaryOp::rsqrt, [](auto v) { return decltype(v)(1) / std::sqrt(v); });
   });
 }
 Tensor reciprocal(const Tensor& x) {
   return traced_op(OpId::reciprocal, {&x}, [&] {
-    return real_unary(x, "reciprocal", [](auto v) { return decltype(v)(1) / v; });
+    return real_unary(x, "reciprocal", kc::UnaryOp::reciprocal, [](auto v) { return decltype(v)(1) / v; });
   });
 }
-Tensor sin(const Tensor& x) { return traced_op(OpId::sin, {&x}, [&] { return real_unary(x, "sin", [](auto v) { return std::sin(v); }); }); }
-Tensor cos(const Tensor& x) { return traced_op(OpId::cos, {&x}, [&] { return real_unary(x, "cos", [](auto v) { return std::cos(v); }); }); }
+Tensor sin(const Tensor& x) { return traced_op(OpId::sin, {&x}, [&] { return real_unary(x, "sin", kc::UnaryOp::sin, [](auto v) { return std::sin(v); }); }); }
+Tensor cos(const Tensor& x) { return traced_op(OpId::cos, {&x}, [&] { return real_unary(x, "cos", kc::UnaryOp::cos, [](auto v) { return std::cos(v); }); }); }
 
 Tensor softplus(const Tensor& x) {
   return traced_op(OpId::softplus, {&x}, [&] {
     // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): the exponent is never positive, so no overflow,
     // and for large |x| the result tends to max(x, 0) exactly.
-    return real_unary(x, "softplus", [](auto v) {
+    return real_unary(x, "softplus", kc::UnaryOp::softplus, [](auto v) {
       using T = decltype(v);
       return (v > T(0) ? v : T(0)) + std::log1p(std::exp(-std::fabs(v)));
     });
@@ -222,14 +230,14 @@ Tensor gelu(const Tensor& x, bool approximate) {
   return traced_op(OpId::gelu, {&x}, [&] {
     if (approximate) {
       // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-      return real_unary(x, "gelu", [](auto v) {
+      return real_unary(x, "gelu", kc::UnaryOp::gelu_tanh, [](auto v) {
         using T = decltype(v);
         const T sqrt_2_over_pi = T(0.79788456080286535588);
         return T(0.5) * v * (T(1) + std::tanh(sqrt_2_over_pi * (v + T(0.044715) * v * v * v)));
       });
     }
     // x Phi(x) = 0.5 x (1 + erf(x / sqrt 2))
-    return real_unary(x, "gelu", [](auto v) {
+    return real_unary(x, "gelu", kc::UnaryOp::gelu, [](auto v) {
       using T = decltype(v);
       return T(0.5) * v * (T(1) + std::erf(v * T(0.70710678118654752440)));
     });
@@ -238,26 +246,26 @@ Tensor gelu(const Tensor& x, bool approximate) {
 
 // ---- rounding -------------------------------------------------------------------------------
 
-Tensor floor(const Tensor& x) { return rounding_unary(x, "floor", [](auto v) { return std::floor(v); }); }
-Tensor ceil(const Tensor& x) { return rounding_unary(x, "ceil", [](auto v) { return std::ceil(v); }); }
-Tensor round(const Tensor& x) { return rounding_unary(x, "round", [](auto v) { return round_half_even(v); }); }
+Tensor floor(const Tensor& x) { return rounding_unary(x, "floor", kc::UnaryOp::floor, [](auto v) { return std::floor(v); }); }
+Tensor ceil(const Tensor& x) { return rounding_unary(x, "ceil", kc::UnaryOp::ceil, [](auto v) { return std::ceil(v); }); }
+Tensor round(const Tensor& x) { return rounding_unary(x, "round", kc::UnaryOp::round, [](auto v) { return round_half_even(v); }); }
 
 // ---- tests ----------------------------------------------------------------------------------
 
 Tensor isnan(const Tensor& x) {
-  return test_unary(x, "isnan", [](auto v) {
+  return test_unary(x, "isnan", kc::UnaryOp::isnan, [](auto v) {
     if constexpr (std::is_floating_point_v<decltype(v)>) return std::isnan(v);
     else return false;
   });
 }
 Tensor isfinite(const Tensor& x) {
-  return test_unary(x, "isfinite", [](auto v) {
+  return test_unary(x, "isfinite", kc::UnaryOp::isfinite, [](auto v) {
     if constexpr (std::is_floating_point_v<decltype(v)>) return std::isfinite(v);
     else return true;
   });
 }
 Tensor logical_not(const Tensor& x) {
-  return test_unary(x, "logical_not", [](auto v) { return v == decltype(v)(0); });
+  return test_unary(x, "logical_not", kc::UnaryOp::logical_not, [](auto v) { return v == decltype(v)(0); });
 }
 
 }  // namespace ctrax
