@@ -15,6 +15,10 @@
 // n up to 10^9. Integer and bool sums and products wrap modulo 2^64 (as NumPy's int64 does),
 // computed in unsigned arithmetic so that overflow is defined.
 //
+// On a GPU (kernels/cuda/reduce.h) the same checks and result dtypes apply; the input is
+// permuted so that the reduced axes come last and made contiguous, and one kernel reduces the
+// resulting rows. Sums still accumulate in double, only in a tree order across threads.
+//
 // var is two-pass: the mean first, then the mean of squared deviations from it, which avoids
 // the cancellation of E[x^2] - E[x]^2. When n - correction <= 0 the result is NaN (as NumPy
 // and PyTorch, which also warn).
@@ -24,7 +28,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "../../kernels/cuda/reduce.h"
 #include "../../kernels/elementwise/elementwise.h"
+#include "../cuda_arg.h"
 #include "../ops.h"
 #include "../trace.h"
 #include "reduce_util.h"
@@ -214,6 +220,26 @@ Tensor reduce_into(const Tensor& x, const ReducePlan& plan, DType out_dtype, con
   return out;
 }
 
+// The GPU path of every reduction, after the op's own checks: the reduced axes are moved last
+// (in their order, so a row position is the row-major position argmax reports) and the rows
+// are reduced by one kernel. Without the CUDA backend no tensor lives on a GPU, so it is
+// never reached.
+using kernels::cuda::ReduceOp;
+Tensor cuda_reduce(const Tensor& x, const ReducePlan& plan, ReduceOp op, DType out_dtype, int64_t correction = 0) {
+#ifdef CTRAX_USE_CUDA
+  cuda_detail::use_device_of(x);
+  Tensor out(plan.out_shape, out_dtype, x.device());
+  if (plan.layout.n_out == 0) return out;
+  const Tensor rows = x.permute(plan.kept_then_reduced).contiguous();
+  kernels::cuda::reduce_rows(op, rows.raw_data(), cuda_detail::element_type(x.dtype()), out.raw_data(),
+                             cuda_detail::element_type(out_dtype), plan.layout.n_out, plan.layout.n_red, correction);
+  return out;
+#else
+  (void)plan, (void)op, (void)out_dtype, (void)correction;
+  CTRAX_THROW("reduction: a tensor on ", x.device(), " in a build without the CUDA backend");
+#endif
+}
+
 // mean/var/max/min/argmax/logsumexp have no value on an empty set.
 void require_elements(const Tensor& x, const ReducePlan& plan, const std::vector<int>& axes, const char* op) {
   CTRAX_REQUIRE(plan.layout.n_red > 0 || plan.layout.n_out == 0, op,
@@ -239,6 +265,7 @@ Tensor variance(const Tensor& x, const std::vector<int>& axes, bool keepdims, in
   CTRAX_REQUIRE(correction >= 0, op, ": correction must be >= 0, got ", correction);
   require_elements(x, plan, axes, op);
   const DType out_dtype = real_result_dtype(x.dtype());
+  if (x.device().is_cuda()) return cuda_reduce(x, plan, take_sqrt ? ReduceOp::std : ReduceOp::var, out_dtype, correction);
   return dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const std::vector<double> means = means_of<T>(x, plan);
@@ -254,6 +281,7 @@ template <bool kMax>
 Tensor extremum(const Tensor& x, const std::vector<int>& axes, bool keepdims, const char* op) {
   const ReducePlan plan = detail::plan_reduce(x, axes, keepdims, op);
   require_elements(x, plan, axes, op);
+  if (x.device().is_cuda()) return cuda_reduce(x, plan, kMax ? ReduceOp::max : ReduceOp::min, x.dtype());
   return dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     return reduce_into(x, plan, x.dtype(), Extremum<T, kMax>{});
@@ -263,6 +291,7 @@ Tensor extremum(const Tensor& x, const std::vector<int>& axes, bool keepdims, co
 template <bool kAny>
 Tensor any_all(const Tensor& x, const std::vector<int>& axes, bool keepdims, const char* op) {
   const ReducePlan plan = detail::plan_reduce(x, axes, keepdims, op);
+  if (x.device().is_cuda()) return cuda_reduce(x, plan, kAny ? ReduceOp::any : ReduceOp::all, DType::boolean);
   return dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     return reduce_into(x, plan, DType::boolean, AnyAll<T, kAny>{});
@@ -273,6 +302,7 @@ template <bool kMax>
 Tensor arg_extremum(const Tensor& x, const std::vector<int>& axes, bool keepdims, const char* op) {
   const ReducePlan plan = detail::plan_reduce(x, axes, keepdims, op);
   require_elements(x, plan, axes, op);
+  if (x.device().is_cuda()) return cuda_reduce(x, plan, kMax ? ReduceOp::argmax : ReduceOp::argmin, DType::int64);
   return dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     return reduce_into(x, plan, DType::int64, ArgExtremum<T, kMax>{});
@@ -303,6 +333,8 @@ OpAttrs reduce_attrs(const std::vector<int>& axes, bool keepdims, int64_t correc
 Tensor sum(const Tensor& x, const std::vector<int>& axes, bool keepdims) {
   return traced_op(OpId::sum, {&x}, [&] {
     const ReducePlan plan = detail::plan_reduce(x, axes, keepdims, "sum");
+    if (x.device().is_cuda())
+      return cuda_reduce(x, plan, ReduceOp::sum, is_floating(x.dtype()) ? x.dtype() : DType::int64);
     return dispatch_dtype(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       if constexpr (std::is_floating_point_v<T>) return reduce_into(x, plan, x.dtype(), SumInDouble<T, T>{});
@@ -316,6 +348,7 @@ Tensor mean(const Tensor& x, const std::vector<int>& axes, bool keepdims) {
     const ReducePlan plan = detail::plan_reduce(x, axes, keepdims, "mean");
     require_elements(x, plan, axes, "mean");
     const DType out_dtype = real_result_dtype(x.dtype());
+    if (x.device().is_cuda()) return cuda_reduce(x, plan, ReduceOp::mean, out_dtype);
     return dispatch_dtype(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       return dispatch_floating(out_dtype, [&](auto out_tag) {
@@ -355,6 +388,8 @@ Tensor min(const Tensor& x, const std::vector<int>& axes, bool keepdims) {
 Tensor prod(const Tensor& x, const std::vector<int>& axes, bool keepdims) {
   return traced_op(OpId::prod, {&x}, [&] {
     const ReducePlan plan = detail::plan_reduce(x, axes, keepdims, "prod");
+    if (x.device().is_cuda())
+      return cuda_reduce(x, plan, ReduceOp::prod, is_floating(x.dtype()) ? x.dtype() : DType::int64);
     return dispatch_dtype(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       if constexpr (std::is_floating_point_v<T>) return reduce_into(x, plan, x.dtype(), ProdFloating<T>{});
@@ -368,6 +403,7 @@ Tensor logsumexp(const Tensor& x, const std::vector<int>& axes, bool keepdims) {
     const ReducePlan plan = detail::plan_reduce(x, axes, keepdims, "logsumexp");
     require_elements(x, plan, axes, "logsumexp");
     const DType out_dtype = real_result_dtype(x.dtype());
+    if (x.device().is_cuda()) return cuda_reduce(x, plan, ReduceOp::logsumexp, out_dtype);
     return dispatch_dtype(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       std::vector<double> maxima(static_cast<size_t>(plan.layout.n_out));
@@ -400,12 +436,12 @@ Tensor argmin(const Tensor& x, int axis, bool keepdims) {
 // Over the flattened tensor: reducing every axis visits elements in row-major order, so the
 // position the policy records is the flat index.
 Tensor argmax(const Tensor& x) {
-  detail::require_cpu_input(x, "argmax");
+  CTRAX_REQUIRE(x.defined(), "argmax: the input tensor is undefined (default-constructed)");
   return arg_extremum<true>(x, all_axes(x), false, "argmax");
 }
 
 Tensor argmin(const Tensor& x) {
-  detail::require_cpu_input(x, "argmin");
+  CTRAX_REQUIRE(x.defined(), "argmin: the input tensor is undefined (default-constructed)");
   return arg_extremum<false>(x, all_axes(x), false, "argmin");
 }
 

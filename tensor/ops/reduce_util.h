@@ -66,6 +66,9 @@ struct ReduceLayout {
 struct ReducePlan {
   Shape out_shape;  // the result's shape (keepdims applied)
   ReduceLayout layout;
+  // The input's axes, kept ones first then reduced ones (each group in order): the CUDA path
+  // permutes by it so that every output's elements form one contiguous row.
+  std::vector<int> kept_then_reduced;
 };
 
 inline std::string axes_to_string(const std::vector<int>& axes) {
@@ -100,8 +103,9 @@ inline void coalesce_axes(const int64_t* dims, const int64_t* strides, int n, in
 }
 
 // Validates `axes` (empty = all; negative from the end; repeats are an error) and builds the plan.
+// Accepts cpu and cuda inputs (the reductions have both paths); the loops below are cpu only.
 inline ReducePlan plan_reduce(const Tensor& x, const std::vector<int>& axes, bool keepdims, const char* op) {
-  require_cpu_input(x, op);
+  CTRAX_REQUIRE(x.defined(), op, ": the input tensor is undefined (default-constructed)");
   const int rank = x.rank();
   bool reduced[kMaxRank] = {};
   if (axes.empty()) {
@@ -128,6 +132,10 @@ inline ReducePlan plan_reduce(const Tensor& x, const std::vector<int>& axes, boo
       plan.out_shape.push_back(x.shape()[d]);
     }
   }
+  for (int d = 0; d < rank; ++d)
+    if (!reduced[d]) plan.kept_then_reduced.push_back(d);
+  for (int d = 0; d < rank; ++d)
+    if (reduced[d]) plan.kept_then_reduced.push_back(d);
   ReduceLayout& L = plan.layout;
   for (int i = 0; i < nk; ++i) L.n_out *= kd[i];
   for (int i = 0; i < nr; ++i) L.n_red *= rd[i];

@@ -17,12 +17,18 @@
 // float input) and viewed as (outer, n, inner) with n the softmax axis. inner == 1 (the last
 // axis) walks each row in memory; inner > 1 keeps one running max and sum per inner position
 // and sweeps whole rows, so the inner loops still run along memory.
+//
+// On a GPU (kernels/cuda/softmax.h) the axis is permuted innermost and the rows made
+// contiguous, one kernel computes every row with the same numerics, and the result is
+// permuted back into x's shape (contiguous).
 #include <cmath>
 #include <limits>
 #include <vector>
 
 #include "../trace.h"
+#include "../../kernels/cuda/softmax.h"
 #include "../../kernels/parallel.h"
+#include "../cuda_arg.h"
 #include "../ops.h"
 #include "reduce_util.h"
 
@@ -90,12 +96,35 @@ void softmax_block(const T* x, T* y, int64_t n, int64_t inner, std::vector<T>& m
   }
 }
 
+// The GPU path, after softmax_impl's checks. Without the CUDA backend no tensor lives on a
+// GPU, so it is never reached.
+Tensor cuda_softmax(const Tensor& x, int axis, DType dtype, bool log) {
+#ifdef CTRAX_USE_CUDA
+  cuda_detail::use_device_of(x);
+  std::vector<int> perm, inverse(static_cast<size_t>(x.rank()));
+  for (int d = 0; d < x.rank(); ++d)
+    if (d != axis) perm.push_back(d);
+  perm.push_back(axis);
+  for (int i = 0; i < x.rank(); ++i) inverse[static_cast<size_t>(perm[static_cast<size_t>(i)])] = i;
+  const Tensor src = x.to(dtype).permute(perm).contiguous();
+  Tensor y(src.shape(), dtype, x.device());
+  const int64_t n = x.shape()[axis];
+  if (y.numel() > 0)
+    kernels::cuda::softmax_rows(src.raw_data(), y.raw_data(), cuda_detail::element_type(dtype), y.numel() / n, n, log);
+  return y.permute(inverse).contiguous();
+#else
+  (void)axis, (void)dtype, (void)log;
+  CTRAX_THROW("softmax: a tensor on ", x.device(), " in a build without the CUDA backend");
+#endif
+}
+
 template <bool kLog>
 Tensor softmax_impl(const Tensor& x, int axis_in, const char* op) {
-  detail::require_cpu_input(x, op);
+  CTRAX_REQUIRE(x.defined(), op, ": the input tensor is undefined (default-constructed)");
   CTRAX_REQUIRE(x.rank() >= 1, op, ": needs a tensor of rank >= 1 to pick an axis, got shape ", x.shape());
   const int axis = normalize_axis(axis_in, x.rank(), op);
   const DType dtype = is_floating(x.dtype()) ? x.dtype() : DType::float32;
+  if (x.device().is_cuda()) return cuda_softmax(x, axis, dtype, kLog);
   const Tensor src = x.to(dtype).contiguous();
   Tensor out = empty(x.shape(), dtype);
   if (out.numel() == 0) return out;
