@@ -4,7 +4,9 @@
 
 #include <cmath>
 
+#include "../kernels/cuda/optimizer_steps.h"
 #include "../kernels/optimizer_steps.h"
+#include "device_step.h"
 
 namespace ctrax {
 
@@ -22,11 +24,12 @@ kernels::AdamStep adam_scalars(int64_t step, double lr, double grad_scale, doubl
 
 double run_adam(const kernels::AdamStep& p, const Tensor& gradient, Tensor& weight, std::vector<Tensor>& slots) {
   const int64_t n = weight.numel();
-  if (weight.dtype() == DType::float32)
-    return kernels::adam_step(p, gradient.data<float>(), weight.data<float>(), slots[0].data<float>(),
-                              slots[1].data<float>(), n);
-  return kernels::adam_step(p, gradient.data<double>(), weight.data<double>(), slots[0].data<double>(),
-                            slots[1].data<double>(), n);
+  return optim_detail::run_step(weight, [&](auto tag, bool on_gpu) {
+    using T = decltype(tag);
+    const T* g = gradient.data<T>();
+    T *w = weight.data<T>(), *m = slots[0].data<T>(), *v = slots[1].data<T>();
+    return on_gpu ? CTRAX_CUDA_ONLY(kernels::cuda::adam_step(p, g, w, m, v, n)) : kernels::adam_step(p, g, w, m, v, n);
+  });
 }
 
 std::vector<Tensor> zero_moments(const Tensor& weight) {

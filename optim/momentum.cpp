@@ -1,7 +1,9 @@
 // Momentum (see momentum.h); the loop is kernels/optimizer_steps.h's momentum_step.
 #include "momentum.h"
 
+#include "../kernels/cuda/optimizer_steps.h"
 #include "../kernels/optimizer_steps.h"
+#include "device_step.h"
 
 namespace ctrax {
 
@@ -25,9 +27,13 @@ double Momentum::update_weight(int64_t, double learning_rate, double grad_scale,
   const kernels::MomentumStep p{learning_rate, grad_scale, options_.mass, 1.0 - options_.weight_decay_rate,
                                 options_.nesterov};
   const int64_t n = weight.numel();
-  if (weight.dtype() == DType::float32)
-    return kernels::momentum_step(p, gradient.data<float>(), weight.data<float>(), slots[0].data<float>(), n);
-  return kernels::momentum_step(p, gradient.data<double>(), weight.data<double>(), slots[0].data<double>(), n);
+  return optim_detail::run_step(weight, [&](auto tag, bool on_gpu) {
+    using T = decltype(tag);
+    const T* g = gradient.data<T>();
+    T *w = weight.data<T>(), *velocity = slots[0].data<T>();
+    return on_gpu ? CTRAX_CUDA_ONLY(kernels::cuda::momentum_step(p, g, w, velocity, n))
+                  : kernels::momentum_step(p, g, w, velocity, n);
+  });
 }
 
 }  // namespace ctrax

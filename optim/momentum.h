@@ -31,6 +31,7 @@ class Momentum final : public Optimizer {
   std::vector<Tensor> init_slots(const Tensor& weight) const override;
   size_t num_slots(const Tensor& weight) const override;
   Shape slot_shape(const Tensor& weight, size_t index) const override;
+  bool supports_cuda() const override { return true; }
   double update_weight(int64_t step, double learning_rate, double grad_scale, const Tensor& gradient, Tensor& weight,
                        std::vector<Tensor>& slots) const override;
 

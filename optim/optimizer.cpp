@@ -14,7 +14,9 @@
 #include <functional>
 #include <sstream>
 
+#include "../kernels/cuda/optimizer_steps.h"
 #include "../kernels/optimizer_steps.h"
+#include "device_step.h"
 
 namespace ctrax {
 
@@ -86,8 +88,11 @@ Tensor contiguous_gradient(const Tensor& g) { return g.is_contiguous() ? g : g.c
 
 double sum_of_squares(const Tensor& g) {
   const Tensor c = contiguous_gradient(g);
-  if (c.dtype() == DType::float32) return kernels::sum_of_squares(c.data<float>(), c.numel());
-  return kernels::sum_of_squares(c.data<double>(), c.numel());
+  return optim_detail::run_step(c, [&](auto tag, bool on_gpu) {
+    using T = decltype(tag);
+    return on_gpu ? CTRAX_CUDA_ONLY(kernels::cuda::sum_of_squares(c.data<T>(), c.numel()))
+                  : kernels::sum_of_squares(c.data<T>(), c.numel());
+  });
 }
 
 double gradient_sum_of_squares(const Tree& g) {
@@ -181,8 +186,9 @@ OptimizerStats Optimizer::update(int64_t step, double learning_rate, const Tree&
     CTRAX_REQUIRE(w.defined(), name(), ".update: the weight at ", where(path), " is undefined");
     CTRAX_REQUIRE(is_float(w.dtype()), name(), ".update: the weight at ", where(path), " has dtype ", w.dtype(),
                   "; weights must be float32 or float64");
-    CTRAX_REQUIRE(w.device().is_cpu(), name(), ".update: the weight at ", where(path), " is on ", w.device(),
-                  "; the optimizers update CPU tensors");
+    CTRAX_REQUIRE(w.device().is_cpu() || supports_cuda(), name(), ".update: the weight at ", where(path), " is on ",
+                  w.device(), "; ", name(), " updates CPU weights only (SGD, Momentum, Adam, AdamW and RMSProp "
+                  "also run on CUDA)");
     CTRAX_REQUIRE(w.is_contiguous(), name(), ".update: the weight at ", where(path), " (", w.dtype(), w.shape(),
                   ") is not contiguous; weights are updated in place and must be contiguous");
     CTRAX_REQUIRE(g.defined(), name(), ".update: the gradient at ", where(path), " is undefined");

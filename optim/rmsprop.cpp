@@ -3,7 +3,9 @@
 
 #include <cmath>
 
+#include "../kernels/cuda/optimizer_steps.h"
 #include "../kernels/optimizer_steps.h"
+#include "device_step.h"
 
 namespace ctrax {
 
@@ -27,9 +29,13 @@ double RMSProp::update_weight(int64_t, double learning_rate, double grad_scale, 
                               Tensor& weight, std::vector<Tensor>& slots) const {
   const kernels::RmsPropStep p{learning_rate, grad_scale, options_.gamma, options_.eps};
   const int64_t n = weight.numel();
-  if (weight.dtype() == DType::float32)
-    return kernels::rmsprop_step(p, gradient.data<float>(), weight.data<float>(), slots[0].data<float>(), n);
-  return kernels::rmsprop_step(p, gradient.data<double>(), weight.data<double>(), slots[0].data<double>(), n);
+  return optim_detail::run_step(weight, [&](auto tag, bool on_gpu) {
+    using T = decltype(tag);
+    const T* g = gradient.data<T>();
+    T *w = weight.data<T>(), *mean_square = slots[0].data<T>();
+    return on_gpu ? CTRAX_CUDA_ONLY(kernels::cuda::rmsprop_step(p, g, w, mean_square, n))
+                  : kernels::rmsprop_step(p, g, w, mean_square, n);
+  });
 }
 
 }  // namespace ctrax

@@ -1,7 +1,9 @@
 // SGD: w' = w - lr g (see sgd.h); the loop is kernels/optimizer_steps.h's sgd_step.
 #include "sgd.h"
 
+#include "../kernels/cuda/optimizer_steps.h"
 #include "../kernels/optimizer_steps.h"
+#include "device_step.h"
 
 namespace ctrax {
 
@@ -19,9 +21,13 @@ Shape SGD::slot_shape(const Tensor&, size_t index) const {
 double SGD::update_weight(int64_t, double learning_rate, double grad_scale, const Tensor& gradient, Tensor& weight,
                           std::vector<Tensor>&) const {
   const kernels::SgdStep p{learning_rate, grad_scale};
-  if (weight.dtype() == DType::float32)
-    return kernels::sgd_step(p, gradient.data<float>(), weight.data<float>(), weight.numel());
-  return kernels::sgd_step(p, gradient.data<double>(), weight.data<double>(), weight.numel());
+  return optim_detail::run_step(weight, [&](auto tag, bool on_gpu) {
+    using T = decltype(tag);
+    const T* g = gradient.data<T>();
+    T* w = weight.data<T>();
+    return on_gpu ? CTRAX_CUDA_ONLY(kernels::cuda::sgd_step(p, g, w, weight.numel()))
+                  : kernels::sgd_step(p, g, w, weight.numel());
+  });
 }
 
 }  // namespace ctrax
