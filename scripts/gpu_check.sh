@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The GPU session's one script: builds the CUDA backend on the GPU machine, runs every GPU test
+# and the CUDA benchmarks, and leaves the logs and tables in $OUT (default gpu-out/).
+#
+# Usage (from the repository root, on a machine with an NVIDIA GPU and the CUDA toolkit):
+#   OUT=/some/dir bash scripts/gpu_check.sh
+# It prints a short summary last. Nothing here changes the GPU's settings.
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+out=${OUT:-gpu-out}
+mkdir -p "$out"
+build=${CTRAX_GPU_BUILD_DIR:-build-gpu}
+jobs=${CTRAX_JOBS:-$(nproc)}
+summary=()
+
+{ nvidia-smi || echo "nvidia-smi failed"; nvcc --version; } >"$out/machine.txt" 2>&1
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1 | tee "$out/gpu.txt"
+
+# Release, tests and benchmarks, Hopper (sm_90) code; examples and tools are not needed here.
+start=$SECONDS
+if cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCTRAX_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+     -DCTRAX_BUILD_TESTS=ON -DCTRAX_BUILD_BENCHMARKS=ON -DCTRAX_BUILD_EXAMPLES=OFF -DCTRAX_BUILD_TOOLS=OFF \
+     >"$out/configure.log" 2>&1 &&
+   cmake --build "$build" --parallel "$jobs" --target ctrax_gpu_tests bench_cuda_gemm >"$out/build.log" 2>&1; then
+  summary+=("build: ok ($((SECONDS - start)) s)")
+else
+  summary+=("build: FAILED ($((SECONDS - start)) s); see build.log")
+  tail -40 "$out/build.log"
+  printf '%s\n' "${summary[@]}"
+  exit 1
+fi
+
+# Every GPU test (a skip here would mean the GPU was not usable: reported, not hidden).
+start=$SECONDS
+ctest --test-dir "$build" -L gpu --output-on-failure -j 4 >"$out/ctest_gpu.log" 2>&1
+rc=$?
+summary+=("ctest -L gpu: exit $rc ($((SECONDS - start)) s): $(grep -E 'tests passed|tests failed' "$out/ctest_gpu.log" | tail -1)")
+grep -E "Failed|Not Run|\*\*\*" "$out/ctest_gpu.log" | head -30
+
+# The GEMM benchmark against cuBLAS (checks results before timing).
+start=$SECONDS
+"$build/bench/bench_cuda_gemm" --out "$out/cuda_gemm.md" >"$out/bench_cuda_gemm.log" 2>&1
+summary+=("bench_cuda_gemm: exit $? ($((SECONDS - start)) s)")
+
+echo
+[[ -f "$out/cuda_gemm.md" ]] && cat "$out/cuda_gemm.md"
+printf '%s\n' "${summary[@]}"
