@@ -28,6 +28,12 @@ enum class GemmBackend { native, openblas };
 // Instruction set of the native micro-kernel.
 enum class GemmIsa { portable, avx2, avx512 };
 
+// The BLAS-style argument checks every GEMM entry point makes, CPU and CUDA alike (so both
+// devices reject the same calls): sizes >= 0 and leading dimensions at least the stored row
+// length. Throws ctrax::Error naming `name` and the offending argument.
+void check_gemm_arguments(const char* name, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                          int64_t lda, int64_t ldb, int64_t ldc);
+
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 void dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,

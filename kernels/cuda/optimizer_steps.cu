@@ -2,6 +2,7 @@
 #include "optimizer_steps.h"
 
 #include "cuda_check.h"
+#include "group_reduce.cuh"
 #include "indexing.cuh"
 #include "runtime.h"
 
@@ -11,19 +12,12 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Adds each thread's double `value` into *total: a warp sums with shuffles, the warps' sums
-// meet in shared memory, and one atomic per block lands in global memory.
+// Adds the block's threads' `value`s into *total: the block sums them (group_reduce.cuh) and
+// one atomic per block lands in global memory. Every thread of the block must call.
 __device__ void block_sum_into(double value, double* total) {
-  __shared__ double warp_sums[kThreads / 32];
-  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_down_sync(0xffffffffu, value, offset);
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  if (lane == 0) warp_sums[warp] = value;
-  __syncthreads();
-  if (warp == 0) {
-    value = lane < kThreads / 32 ? warp_sums[lane] : 0.0;
-    for (int offset = 16; offset > 0; offset /= 2) value += __shfl_down_sync(0xffffffffu, value, offset);
-    if (lane == 0) atomicAdd(total, value);
-  }
+  __shared__ double warp_sums[kThreads / device::kWarpSize];
+  const double block_total = device::group_reduce<kThreads>(value, [](double a, double b) { return a + b; }, warp_sums);
+  if (threadIdx.x == 0) atomicAdd(total, block_total);
 }
 
 // Runs update(i) -> old w[i] over [0, n) with a grid-stride loop and sums the squares.

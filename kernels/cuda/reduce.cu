@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "cuda_check.h"
+#include "group_reduce.cuh"
 #include "indexing.cuh"
 #include "runtime.h"
 
@@ -24,51 +25,8 @@ namespace ctrax::kernels::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kWarp = 32;
-constexpr unsigned kFullMask = 0xffffffffu;
-
-// __shfl_*_sync move 32-bit words; an accumulator of any trivially copyable type travels as
-// its words.
-template <typename T>
-__device__ __forceinline__ T shfl_down(T v, int delta) {
-  constexpr int kWords = (sizeof(T) + 3) / 4;
-  int w[kWords] = {};
-  memcpy(w, &v, sizeof(T));
-#pragma unroll
-  for (int k = 0; k < kWords; ++k) w[k] = __shfl_down_sync(kFullMask, w[k], delta);
-  memcpy(&v, w, sizeof(T));
-  return v;
-}
-template <typename T>
-__device__ __forceinline__ T shfl_from(T v, int lane) {
-  constexpr int kWords = (sizeof(T) + 3) / 4;
-  int w[kWords] = {};
-  memcpy(w, &v, sizeof(T));
-#pragma unroll
-  for (int k = 0; k < kWords; ++k) w[k] = __shfl_sync(kFullMask, w[k], lane);
-  memcpy(&v, w, sizeof(T));
-  return v;
-}
-
-// Combines the partial results of the G threads of a group; every thread of the group gets
-// the total. `shared` holds kThreads / kWarp accumulators (used only when G == kThreads).
-template <int G, typename Acc, typename Combine>
-__device__ __forceinline__ Acc group_reduce(Acc v, Combine combine, Acc* shared) {
-#pragma unroll
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) v = combine(v, shfl_down(v, offset));
-  if constexpr (G == kWarp) {
-    return shfl_from(v, 0);
-  } else {
-    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-    if (lane == 0) shared[warp] = v;
-    __syncthreads();
-    Acc total = shared[0];
-#pragma unroll
-    for (int k = 1; k < G / kWarp; ++k) total = combine(total, shared[k]);
-    __syncthreads();  // shared may be rewritten by the next call
-    return total;
-  }
-}
+constexpr int kWarp = device::kWarpSize;
+using device::group_reduce;
 
 template <typename T>
 __device__ __forceinline__ bool is_nan(T v) {

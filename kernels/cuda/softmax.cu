@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "cuda_check.h"
+#include "group_reduce.cuh"
 #include "indexing.cuh"
 #include "runtime.h"
 
@@ -20,33 +21,13 @@ namespace ctrax::kernels::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kWarp = 32;
-constexpr unsigned kFullMask = 0xffffffffu;
+constexpr int kWarp = device::kWarpSize;
+using device::group_reduce;
 
 // The max keeps a NaN once seen (no comparison with NaN is true), as the CPU's loop does.
 template <typename T>
 __device__ __forceinline__ T max_nan(T a, T b) {
   return (b > a || b != b) ? b : a;
-}
-
-// Every thread of the group gets combine() over the group's G values; `shared` holds
-// kThreads / kWarp values (used only when G == kThreads).
-template <int G, typename T, typename Combine>
-__device__ __forceinline__ T group_reduce(T v, Combine combine, T* shared) {
-#pragma unroll
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) v = combine(v, __shfl_down_sync(kFullMask, v, offset));
-  if constexpr (G == kWarp) {
-    return __shfl_sync(kFullMask, v, 0);
-  } else {
-    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-    if (lane == 0) shared[warp] = v;
-    __syncthreads();
-    T total = shared[0];
-#pragma unroll
-    for (int k = 1; k < G / kWarp; ++k) total = combine(total, shared[k]);
-    __syncthreads();  // shared may be rewritten by the next call
-    return total;
-  }
 }
 
 __device__ __forceinline__ float exp_of(float v) { return expf(v); }

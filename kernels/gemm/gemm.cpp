@@ -88,10 +88,12 @@ const KernelSpec<T>& active_spec() {
   return spec;
 }
 
+}  // namespace
+
 // BLAS-style shape checks: cheap, and they catch a wrong leading dimension before it turns
 // into an out-of-bounds read.
-void check_arguments(const char* name, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                     int64_t lda, int64_t ldb, int64_t ldc) {
+void check_gemm_arguments(const char* name, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                          int64_t lda, int64_t ldb, int64_t ldc) {
   CTRAX_REQUIRE(m >= 0 && n >= 0 && k >= 0, name, ": sizes must be >= 0, got m=", m, " n=", n, " k=", k);
   const int64_t a_cols = trans_a ? m : k;
   const int64_t b_cols = trans_b ? k : n;
@@ -102,11 +104,9 @@ void check_arguments(const char* name, bool trans_a, bool trans_b, int64_t m, in
   CTRAX_REQUIRE(ldc >= std::max<int64_t>(1, n), name, ": ldc=", ldc, " is less than n=", n);
 }
 
-}  // namespace
-
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  check_arguments("sgemm", trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  check_gemm_arguments("sgemm", trans_a, trans_b, m, n, k, lda, ldb, ldc);
   if (gemm_backend() == GemmBackend::openblas) {
     openblas_backend::sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
@@ -117,7 +117,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
 
 void dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
            int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  check_arguments("dgemm", trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  check_gemm_arguments("dgemm", trans_a, trans_b, m, n, k, lda, ldb, ldc);
   if (gemm_backend() == GemmBackend::openblas) {
     openblas_backend::dgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <climits>
 
+#include "../../gemm.h"  // check_gemm_arguments
 #include "../cuda_check.h"
 #include "../gemm.h"
 #include "../runtime.h"
@@ -40,19 +41,6 @@ std::atomic<int>& selected_version() {
 void require_version(const char* what, int version) {
   CTRAX_REQUIRE(version >= 0 && version < kVersionCount, what, ": unknown sgemm version ", version,
                 " (versions are 0 to ", kVersionCount - 1, ")");
-}
-
-// BLAS-style shape checks, identical to kernels::sgemm's so both devices reject the same calls.
-void check_arguments(const char* name, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, int64_t lda,
-                     int64_t ldb, int64_t ldc) {
-  CTRAX_REQUIRE(m >= 0 && n >= 0 && k >= 0, name, ": sizes must be >= 0, got m=", m, " n=", n, " k=", k);
-  const int64_t a_cols = trans_a ? m : k;
-  const int64_t b_cols = trans_b ? k : n;
-  CTRAX_REQUIRE(lda >= std::max<int64_t>(1, a_cols), name, ": lda=", lda, " is less than the ", a_cols,
-                " columns of A as stored");
-  CTRAX_REQUIRE(ldb >= std::max<int64_t>(1, b_cols), name, ": ldb=", ldb, " is less than the ", b_cols,
-                " columns of B as stored");
-  CTRAX_REQUIRE(ldc >= std::max<int64_t>(1, n), name, ": ldc=", ldc, " is less than n=", n);
 }
 
 // C = beta * C over an m x n block (k == 0 or alpha == 0: the product term vanishes, and BLAS
@@ -105,7 +93,7 @@ int sgemm_version() { return selected_version().load(std::memory_order_relaxed);
 void sgemm(int version, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   require_version("cuda sgemm", version);
-  check_arguments("cuda sgemm", trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  check_gemm_arguments("cuda sgemm", trans_a, trans_b, m, n, k, lda, ldb, ldc);
   CTRAX_REQUIRE(version != kSgemmTf32 || supports_tf32_wmma(),
                 "cuda sgemm: version 7 (tf32_wmma) needs a GPU of compute capability 8.0 or newer");
   if (m == 0 || n == 0) return;
@@ -130,7 +118,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
 
 void dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
            int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  check_arguments("cuda dgemm", trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  check_gemm_arguments("cuda dgemm", trans_a, trans_b, m, n, k, lda, ldb, ldc);
   if (m == 0 || n == 0) return;
   const auto stream = static_cast<cudaStream_t>(current_stream());
   if (k == 0 || alpha == 0.0) {
