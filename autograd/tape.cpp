@@ -323,7 +323,7 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const
   result.reserve(sources.size());
   for (const Tensor& s : sources) {
     const Tensor& g = b.grads[s.trace_value()];
-    result.push_back(g.defined() ? g : zeros(s.shape(), s.dtype()));
+    result.push_back(g.defined() ? g : zeros(s.shape(), s.dtype(), s.device()));
   }
   b.clear();
   return result;

@@ -16,7 +16,7 @@ namespace {
 
 // zeros of `shape` with g added along `axis` at `index` (index and g of the same shape).
 Tensor scatter_into_zeros(const Shape& shape, int axis, const Tensor& index, const Tensor& g) {
-  return scatter_add(zeros(shape, g.dtype()), axis, index, g);
+  return scatter_add(zeros(shape, g.dtype(), g.device()), axis, index, g);
 }
 
 void take_along_axis_backward(const BackwardContext& c, std::span<Tensor> dx) {

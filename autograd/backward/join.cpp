@@ -38,6 +38,10 @@ void split_backward(const BackwardContext& c, std::span<Tensor> dx) {
   const SplitAttrs& at = c.attr<SplitAttrs>();
   const Shape& x_shape = c.input_meta[0].shape;
   const int a = normalize_axis(at.axis, x_shape.rank(), "split");
+  // The parts without a gradient get zeros on the device of those that have one.
+  Device device = Device::cpu();
+  for (const Tensor& g : c.output_grads)
+    if (g.defined()) device = g.device();
   std::vector<Tensor> parts;
   parts.reserve(c.output_grads.size());
   for (size_t j = 0; j < c.output_grads.size(); ++j) {
@@ -46,7 +50,7 @@ void split_backward(const BackwardContext& c, std::span<Tensor> dx) {
     } else {
       Shape part = x_shape;
       part[a] = at.sizes[j];
-      parts.push_back(zeros(part, c.input_meta[0].dtype));
+      parts.push_back(zeros(part, c.input_meta[0].dtype, device));
     }
   }
   dx[0] = concatenate(parts, a);

@@ -28,7 +28,7 @@ void slice_backward(const BackwardContext& c, std::span<Tensor> dx) {
   const SliceAttrs& s = c.attr<SliceAttrs>();
   Tensor g = c.output_grads[0];
   if (s.drop_axis) g = g.unsqueeze(s.axis);
-  Tensor out = zeros(c.input_meta[0].shape, g.dtype());
+  Tensor out = zeros(c.input_meta[0].shape, g.dtype(), g.device());
   const int64_t count = g.shape()[s.axis];
   if (count > 0) out.slice(s.axis, s.start, s.start + (count - 1) * s.step + 1, s.step).copy_(g);
   dx[0] = out;

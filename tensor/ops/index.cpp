@@ -13,11 +13,18 @@
 // i in [-n, n) for an axis of size n, a negative i counting from the end; anything else
 // throws naming the op, the index, the axis and its size. one_hot instead maps
 // out-of-range indices to an all-zero row (jax.nn.one_hot).
+//
+// On a GPU the same checks run on the host and kernels/cuda/gather_scatter.h does the loops;
+// every operand must be on one device. A kernel cannot throw, so it records the first
+// (row-major) out-of-range index in a device word; reading that back waits for the stream,
+// and resolve_index then throws the CPU's message for the same index.
 #include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
 
+#include "../../kernels/cuda/gather_scatter.h"
+#include "../cuda_arg.h"
 #include "../trace.h"
 #include "../ops.h"
 #include "../strided_loop.h"
@@ -26,10 +33,8 @@ namespace ctrax {
 
 namespace {
 
-void require_cpu_input(const Tensor& t, const char* op, const char* what) {
+void require_defined_input(const Tensor& t, const char* op, const char* what) {
   CTRAX_REQUIRE(t.defined(), op, ": ", what, " is undefined (default-constructed)");
-  CTRAX_REQUIRE(t.device().is_cpu(), op, ": ", what, " is on ", t.device(),
-                " (only cpu tensors are supported)");
 }
 
 void require_index_dtype(const Tensor& index, const char* op) {
@@ -61,9 +66,44 @@ Shape gather_source_strides(const Tensor& x, const Shape& out_shape, int axis) {
   return strides;
 }
 
+#ifdef CTRAX_USE_CUDA
+// Throws resolve_index's message for an index a kernel reported out of range.
+void throw_if_bad(const kernels::cuda::BadIndex& bad, int64_t n, int axis, const char* op) {
+  if (!bad.found) return;
+  resolve_index(bad.value, n, axis, op);
+  CTRAX_CHECK(false, op, ": the GPU reported index ", bad.value, " out of range for size ", n, " but it is not");
+}
+#else
+// Unreachable: without the backend no tensor lives on a GPU.
+[[noreturn]] void no_cuda_backend(const Tensor& t, const char* op) {
+  CTRAX_THROW(op, ": a tensor on ", t.device(), " in a build without the CUDA backend");
+}
+#endif
+
+// gather_core on the GPU (x and index on one device): the same loop as one kernel, x viewed
+// at out_shape with stride 0 on `axis`, the kernel adding index * (x's real stride) there.
+Tensor gather_core_cuda(const Tensor& x, const Tensor& index, int axis, const Shape& out_shape, const char* op) {
+#ifdef CTRAX_USE_CUDA
+  cuda_detail::use_device_of(x);
+  Tensor out(out_shape, x.dtype(), x.device());
+  kernels::cuda::StridedArg source = cuda_detail::strided_arg(x, out_shape);
+  source.strides[axis] = 0;
+  const int64_t n = x.shape()[axis];
+  const kernels::cuda::BadIndex bad = kernels::cuda::gather(
+      cuda_detail::strided_arg(out), source, cuda_detail::element_type(x.dtype()),
+      cuda_detail::strided_arg(index, out_shape), cuda_detail::element_type(index.dtype()), n, x.strides()[axis]);
+  throw_if_bad(bad, n, axis, op);
+  return out;
+#else
+  (void)index, (void)axis, (void)out_shape;
+  no_cuda_backend(x, op);
+#endif
+}
+
 // out[p] = x[p with its `axis` coordinate replaced by index[p]], where x (except on `axis`)
 // and index broadcast to out_shape. The shared core of take_along_axis and index_select.
 Tensor gather_core(const Tensor& x, const Tensor& index, int axis, const Shape& out_shape, const char* op) {
+  if (x.device().is_cuda()) return gather_core_cuda(x, index, axis, out_shape, op);
   Tensor out(out_shape, x.dtype());
   const int64_t n = x.shape()[axis];
   const int64_t axis_stride = x.strides()[axis] * static_cast<int64_t>(x.element_size());
@@ -106,15 +146,25 @@ inline T wrapping_add(T a, T b) {
 // ---------------------------------------------------------------------------------------------
 
 Tensor one_hot(const Tensor& indices, int64_t depth, DType dtype) {
-  require_cpu_input(indices, "one_hot", "indices");
+  require_defined_input(indices, "one_hot", "indices");
   require_index_dtype(indices, "one_hot");
   CTRAX_REQUIRE(depth >= 0, "one_hot: depth must be >= 0, got ", depth);
   CTRAX_REQUIRE(indices.rank() < kMaxRank, "one_hot: indices of shape ", indices.shape(),
                 " would give a result of rank ", indices.rank() + 1, " (the maximum rank is ", kMaxRank, ")");
   Shape out_shape = indices.shape();
   out_shape.push_back(depth);
-  Tensor out = zeros(out_shape, dtype);
+  Tensor out = zeros(out_shape, dtype, indices.device());
   if (depth == 0) return out;
+  if (indices.device().is_cuda()) {
+#ifdef CTRAX_USE_CUDA
+    cuda_detail::use_device_of(indices);
+    kernels::cuda::one_hot(out.raw_data(), cuda_detail::element_type(dtype), cuda_detail::strided_arg(indices),
+                           cuda_detail::element_type(indices.dtype()), depth);
+    return out;
+#else
+    no_cuda_backend(indices, "one_hot");
+#endif
+  }
   // One pass over the indices; the output operand steps one row (depth elements) per index
   // and the kernel writes the single 1 of that row.
   const int64_t element = static_cast<int64_t>(dtype_size(dtype));
@@ -144,8 +194,9 @@ Tensor one_hot(const Tensor& indices, int64_t depth, DType dtype) {
 Tensor take_along_axis(const Tensor& x, const Tensor& index, int axis) {
   return traced_op(OpId::take_along_axis, {&x, &index}, [&] {
     const char* op = "take_along_axis";
-    require_cpu_input(x, op, "x");
-    require_cpu_input(index, op, "index");
+    require_defined_input(x, op, "x");
+    require_defined_input(index, op, "index");
+    cuda_detail::require_same_device(op, x.device(), index, "index");
     require_index_dtype(index, op);
     CTRAX_REQUIRE(index.rank() == x.rank(), op, ": index of shape ", index.shape(), " must have the rank of x ",
                   x.shape(), " (got rank ", index.rank(), ", expected ", x.rank(), ")");
@@ -166,8 +217,9 @@ Tensor take_along_axis(const Tensor& x, const Tensor& index, int axis) {
 Tensor index_select(const Tensor& x, int axis, const Tensor& indices) {
   return traced_op(OpId::index_select, {&x, &indices}, [&] {
     const char* op = "index_select";
-    require_cpu_input(x, op, "x");
-    require_cpu_input(indices, op, "indices");
+    require_defined_input(x, op, "x");
+    require_defined_input(indices, op, "indices");
+    cuda_detail::require_same_device(op, x.device(), indices, "indices");
     require_index_dtype(indices, op);
     CTRAX_REQUIRE(indices.rank() == 1, op, ": indices must be 1-D, got shape ", indices.shape());
     const int a = normalize_axis(axis, x.rank(), op);
@@ -175,13 +227,25 @@ Tensor index_select(const Tensor& x, int axis, const Tensor& indices) {
     Shape out_shape = x.shape();
     out_shape[a] = m;
     // Every index is checked (even when the result is empty) before anything is written.
-    std::vector<int64_t> picks(static_cast<size_t>(m));
-    dispatch_index(indices.dtype(), [&](auto index_tag) {
-      using I = decltype(index_tag);
-      const I* p = static_cast<const I*>(indices.raw_data());
-      const int64_t s = indices.strides()[0];
-      for (int64_t j = 0; j < m; ++j) picks[j] = resolve_index(p[j * s], n, a, op);
-    });
+    auto resolve_all = [&](const Tensor& cpu_indices) {
+      std::vector<int64_t> picks(static_cast<size_t>(m));
+      dispatch_index(cpu_indices.dtype(), [&](auto index_tag) {
+        using I = decltype(index_tag);
+        const I* p = static_cast<const I*>(cpu_indices.raw_data());
+        const int64_t s = cpu_indices.strides()[0];
+        for (int64_t j = 0; j < m; ++j) picks[j] = resolve_index(p[j * s], n, a, op);
+      });
+      return picks;
+    };
+    if (x.device().is_cuda()) {
+      // The gather kernel checks every index it reads, first one first (the smallest bad j
+      // has the smallest position); an empty result reads none, so check those on the host.
+      if (out_shape.numel() == 0 && m > 0) resolve_all(indices.to(Device::cpu()));
+      Shape index_shape = Shape::filled(x.rank(), 1);
+      index_shape[a] = m;
+      return gather_core(x, indices.reshape(index_shape), a, out_shape, op);
+    }
+    const std::vector<int64_t> picks = resolve_all(indices);
 
     if (!x.is_contiguous()) {
       // General case: the take_along_axis core with the indices laid along `axis`, i.e. shape
@@ -217,13 +281,17 @@ Tensor index_select(const Tensor& x, int axis, const Tensor& indices) {
 // (no arithmetic on bool). Off `axis`, index may be shorter than x (as torch.scatter_add):
 // positions of x beyond index's extent are left unchanged. The loop runs serially in
 // row-major order of src, so duplicate targets accumulate in increasing position of src and
-// the result is the same on every run and thread count.
+// the result is the same on every run and thread count. On a GPU the additions are atomic
+// and land in no fixed order, so float sums into one target may differ from the CPU's by
+// rounding (integer sums are exact and identical).
 Tensor scatter_add(const Tensor& x, int axis, const Tensor& index, const Tensor& src) {
   return traced_op(OpId::scatter_add, {&x, &index, &src}, [&] {
     const char* op = "scatter_add";
-    require_cpu_input(x, op, "x");
-    require_cpu_input(index, op, "index");
-    require_cpu_input(src, op, "src");
+    require_defined_input(x, op, "x");
+    require_defined_input(index, op, "index");
+    require_defined_input(src, op, "src");
+    cuda_detail::require_same_device(op, x.device(), index, "index");
+    cuda_detail::require_same_device(op, x.device(), src, "src");
     require_index_dtype(index, op);
     CTRAX_REQUIRE(!is_bool(x.dtype()), op, ": x has dtype bool, which has no addition (cast it first)");
     CTRAX_REQUIRE(promote_types(x.dtype(), src.dtype()) == x.dtype(), op, ": src of dtype ", src.dtype(),
@@ -243,6 +311,26 @@ Tensor scatter_add(const Tensor& x, int axis, const Tensor& index, const Tensor&
     const int64_t n = x.shape()[a];
     const int64_t axis_stride = out.strides()[a] * static_cast<int64_t>(out.element_size());
     const Shape& loop_shape = index.shape();
+    if (x.device().is_cuda()) {
+#ifdef CTRAX_USE_CUDA
+      // out viewed at index's shape, stride 0 on the axis (the kernel adds index * axis stride).
+      cuda_detail::use_device_of(out);
+      kernels::cuda::StridedArg target;
+      target.data = out.raw_data();
+      target.rank = out.rank();
+      for (int d = 0; d < out.rank(); ++d) {
+        target.shape[d] = loop_shape[d];
+        target.strides[d] = d == a ? 0 : out.strides()[d];
+      }
+      const kernels::cuda::BadIndex bad = kernels::cuda::scatter_add(
+          target, cuda_detail::strided_arg(addend, loop_shape), cuda_detail::element_type(out.dtype()),
+          cuda_detail::strided_arg(index, loop_shape), cuda_detail::element_type(index.dtype()), n, out.strides()[a]);
+      throw_if_bad(bad, n, a, op);
+      return out;
+#else
+      no_cuda_backend(x, op);
+#endif
+    }
     std::array<char*, 3> base{static_cast<char*>(out.raw_data()), static_cast<char*>(index.raw_data()),
                               static_cast<char*>(addend.raw_data())};
     Shape out_strides = Shape::filled(x.rank(), 0);

@@ -11,9 +11,17 @@
 // Dtypes: concatenate and stack promote all inputs with promote_types (dtype.h), so
 // concatenate({int32, float32}) is float32; pad's value is converted to x's dtype as
 // Tensor::fill_ does (truncated for integers, value != 0 for bool).
+//
+// On a GPU (every input on one device) the same ops are built from what already runs there:
+// the result is allocated on that device and filled through Tensor::slice views with
+// Tensor::copy_ and fill_ (kernels/cuda/copy.h); flip is one strided copy from a view with
+// negative strides on the flipped axes. The memcpy fast path is the CPU's alone.
 #include <algorithm>
 #include <cstring>
+#include <string>
 
+#include "../../kernels/cuda/copy.h"
+#include "../cuda_arg.h"
 #include "../trace.h"
 #include "../ops.h"
 
@@ -21,20 +29,19 @@ namespace ctrax {
 
 namespace {
 
-void require_cpu_input(const Tensor& t, const char* op, const char* what) {
+void require_defined_input(const Tensor& t, const char* op, const char* what) {
   CTRAX_REQUIRE(t.defined(), op, ": ", what, " is undefined (default-constructed)");
-  CTRAX_REQUIRE(t.device().is_cpu(), op, ": ", what, " is on ", t.device(),
-                " (only cpu tensors are supported)");
 }
 
-// Checks each input of a list op (defined, cpu) and returns their promoted dtype.
+// Checks each input of a list op (defined, all on tensor 0's device) and returns their
+// promoted dtype.
 DType check_list(const std::vector<Tensor>& xs, const char* op) {
   CTRAX_REQUIRE(!xs.empty(), op, ": expected at least one tensor, got an empty list");
   DType dtype = DType::boolean;
   for (size_t i = 0; i < xs.size(); ++i) {
     CTRAX_REQUIRE(xs[i].defined(), op, ": tensor ", i, " is undefined (default-constructed)");
-    CTRAX_REQUIRE(xs[i].device().is_cpu(), op, ": tensor ", i, " is on ", xs[i].device(),
-                  " (only cpu tensors are supported)");
+    if (xs[i].device() != xs[0].device())
+      cuda_detail::require_same_device(op, xs[0].device(), xs[i], ("tensor " + std::to_string(i)).c_str());
     dtype = i == 0 ? xs[i].dtype() : promote_types(dtype, xs[i].dtype());
   }
   return dtype;
@@ -50,9 +57,9 @@ int64_t add_sizes(int64_t a, int64_t b, const char* op) {
 // Joins xs (already checked: same rank, equal non-axis dims) along axis a into a fresh
 // tensor of out_shape and `dtype`.
 Tensor join_along(const std::vector<Tensor>& xs, int a, const Shape& out_shape, DType dtype) {
-  Tensor out(out_shape, dtype);
+  Tensor out(out_shape, dtype, xs[0].device());
   if (out.numel() == 0) return out;
-  const bool all_plain = std::all_of(xs.begin(), xs.end(), [&](const Tensor& x) {
+  const bool all_plain = xs[0].device().is_cpu() && std::all_of(xs.begin(), xs.end(), [&](const Tensor& x) {
     return x.dtype() == dtype && x.is_contiguous();
   });
   if (all_plain) {
@@ -138,7 +145,7 @@ Tensor stack(const std::vector<Tensor>& xs, int axis) {
 namespace {
 std::vector<Tensor> split_parts(const Tensor& x, const std::vector<int64_t>& sizes, int axis) {
   const char* op = "split";
-  require_cpu_input(x, op, "x");
+  require_defined_input(x, op, "x");
   const int a = normalize_axis(axis, x.rank(), op);
   const int64_t n = x.shape()[a];
   int64_t total = 0;
@@ -176,7 +183,7 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
 
 std::vector<Tensor> split(const Tensor& x, int64_t sections, int axis) {
   const char* op = "split";
-  require_cpu_input(x, op, "x");
+  require_defined_input(x, op, "x");
   const int a = normalize_axis(axis, x.rank(), op);
   const int64_t n = x.shape()[a];
   CTRAX_REQUIRE(sections >= 1, op, ": sections must be >= 1, got ", sections);
@@ -196,7 +203,7 @@ std::vector<Tensor> split(const Tensor& x, int64_t sections, int axis) {
 Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& widths, double value) {
   return traced_op(OpId::pad, {&x}, [&] {
     const char* op = "pad";
-    require_cpu_input(x, op, "x");
+    require_defined_input(x, op, "x");
     CTRAX_REQUIRE(static_cast<int>(widths.size()) == x.rank(), op, ": got ", widths.size(),
                   " (before, after) pairs for x of shape ", x.shape(), " (expected one pair per axis: ", x.rank(), ")");
     Shape out_shape = x.shape();
@@ -206,7 +213,7 @@ Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& widt
                     " are negative (expected widths >= 0)");
       out_shape[d] = add_sizes(add_sizes(x.shape()[d], before, op), after, op);
     }
-    Tensor out = full(out_shape, value, x.dtype());
+    Tensor out = full(out_shape, value, x.dtype(), x.device());
     Tensor interior = out;
     for (int d = 0; d < x.rank(); ++d) interior = interior.slice(d, widths[d].first, widths[d].first + x.shape()[d]);
     interior.copy_(x);
@@ -226,15 +233,35 @@ Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& widt
 Tensor flip(const Tensor& x, const std::vector<int>& axes) {
   return traced_op(OpId::flip, {&x}, [&] {
     const char* op = "flip";
-    require_cpu_input(x, op, "x");
+    require_defined_input(x, op, "x");
     bool flipped[kMaxRank] = {};
     for (int axis : axes) {
       const int a = normalize_axis(axis, x.rank(), op);
       CTRAX_REQUIRE(!flipped[a], op, ": axis ", axis, " appears twice (expected distinct axes)");
       flipped[a] = true;
     }
-    Tensor out(x.shape(), x.dtype());
+    Tensor out(x.shape(), x.dtype(), x.device());
     if (out.numel() == 0) return out;
+    if (x.device().is_cuda()) {
+#ifdef CTRAX_USE_CUDA
+      // x read backwards: start at the last element of each flipped axis and step by -stride
+      // (strided_offset is plain signed arithmetic, so negative strides index correctly).
+      kernels::cuda::StridedArg source = cuda_detail::strided_arg(x);
+      int64_t start = 0;
+      for (int d = 0; d < x.rank(); ++d) {
+        if (!flipped[d]) continue;
+        start += (x.shape()[d] - 1) * x.strides()[d];
+        source.strides[d] = -x.strides()[d];
+      }
+      source.data = static_cast<char*>(x.raw_data()) + start * static_cast<int64_t>(x.element_size());
+      cuda_detail::use_device_of(x);
+      kernels::cuda::strided_copy(cuda_detail::strided_arg(out), cuda_detail::element_type(out.dtype()), source,
+                                  cuda_detail::element_type(x.dtype()));
+      return out;
+#else
+      CTRAX_THROW(op, ": a tensor on ", x.device(), " in a build without the CUDA backend");
+#endif
+    }
     // Walk the output in row-major order. The source offset (in elements) of output index i
     // along a flipped axis of size n is (n - 1 - i) * stride, so the walk steps by -stride
     // there. Offsets stay int64 and are only turned into addresses at each read, which keeps
