@@ -79,7 +79,7 @@ class DropoutLayer final : public Layer {
     check_dtype(x.dtype());
     if (mode != Mode::train || rate_ == 0.0) return {{x}, state};
     // mask = keep / (1 - rate): a constant, so the gradient of y = x * mask is the mask itself.
-    const Tensor mask = mul(bernoulli(rng, x.shape(), 1.0 - rate_).to(x.dtype()), 1.0 / (1.0 - rate_));
+    const Tensor mask = mul(bernoulli(rng, x.shape(), 1.0 - rate_, x.device()).to(x.dtype()), 1.0 / (1.0 - rate_));
     return {{mul(x, mask)}, state};
   }
 

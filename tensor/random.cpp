@@ -1,5 +1,11 @@
 // Random numbers: the Philox-4x32-10 block function, key derivation and the samplers.
 // See random.h for the design (counter layout, why counter-based) and each sampler's maths.
+//
+// Device outputs: each sampler checks its arguments once, then fills the output either with
+// the CPU loops below or, for a tensor on a GPU, with the kernels of kernels/cuda/random.h
+// (the same Philox counters and formulas). The GPU branches are wrapped in CTRAX_CUDA_ONLY
+// (kernels/cuda/runtime.h): a CPU-only build compiles them without the kernels, and cannot
+// reach them, because allocating the GPU output already fails there with a clear error.
 #include "random.h"
 
 #include <cinttypes>
@@ -9,7 +15,9 @@
 #include <numeric>
 #include <type_traits>
 
+#include "../kernels/cuda/random.h"
 #include "../kernels/parallel.h"
+#include "cuda_arg.h"
 
 namespace ctrax {
 
@@ -161,9 +169,26 @@ void require_valid_shape(const Shape& shape, const char* op) {
                   " (expected sizes >= 0)");
 }
 
-void require_cpu_tensor(const Tensor& t, const char* op, const char* what) {
+void require_defined_tensor(const Tensor& t, const char* op, const char* what) {
   CTRAX_REQUIRE(t.defined(), op, ": ", what, " is an undefined tensor");
-  CTRAX_REQUIRE(t.device().is_cpu(), op, ": ", what, " is on ", t.device(), "; only CPU tensors are supported");
+}
+
+kernels::cuda::PhiloxKey philox_key(Key key) { return {key.words()[0], key.words()[1]}; }
+
+// Throws the CPU's message for the first probability outside [0, 1] of `probs` (float64,
+// contiguous, on any device), if any. On a GPU a kernel finds whether there is one, and only
+// then are the values copied back for the message.
+void require_unit_probabilities(const Tensor& probs, const Shape& p_shape) {
+  if (probs.device().is_cuda()) {
+    cuda_detail::use_device_of(probs);
+    const int64_t first = CTRAX_CUDA_ONLY(
+        kernels::cuda::first_outside_unit_interval(static_cast<const double*>(probs.raw_data()), probs.numel()));
+    if (first < 0) return;
+  }
+  const std::vector<double> values = probs.to(Device::cpu()).to_vector<double>();
+  for (size_t i = 0; i < values.size(); ++i)
+    CTRAX_REQUIRE(values[i] >= 0.0 && values[i] <= 1.0, "bernoulli: probability p = ", values[i],
+                  " at flat index ", i, " of p (shape ", p_shape, ") is outside [0, 1]");
 }
 
 // Fills [0, n) by fill(begin, end), split across the pool for large n. Correct for any split
@@ -194,12 +219,12 @@ T narrow_float(double x) {
 // Samplers
 // ---------------------------------------------------------------------------------------------
 
-Tensor uniform(Key key, const Shape& shape, DType dtype, double lo, double hi) {
+Tensor uniform(Key key, const Shape& shape, DType dtype, double lo, double hi, Device device) {
   require_valid_shape(shape, "uniform");
   CTRAX_REQUIRE(is_floating(dtype), "uniform: dtype ", dtype, " is not floating (expected float32 or float64)");
   CTRAX_REQUIRE(std::isfinite(lo) && std::isfinite(hi) && lo < hi, "uniform: got lo = ", lo, ", hi = ", hi,
                 " (expected finite lo < hi)");
-  Tensor out(shape, dtype);
+  Tensor out(shape, dtype, device);
   dispatch_floating(dtype, [&](auto tag) {
     using T = decltype(tag);
     const T lo_t = narrow_float<T>(lo), hi_t = narrow_float<T>(hi);
@@ -209,6 +234,12 @@ Tensor uniform(Key key, const Shape& shape, DType dtype, double lo, double hi) {
     const double lo_d = lo_t, hi_d = hi_t;
     const double range = hi_d - lo_d;  // may overflow to inf for float64 near +-max
     const T below_hi = std::nextafter(hi_t, lo_t);
+    if (device.is_cuda()) {
+      cuda_detail::use_device_of(out);
+      CTRAX_CUDA_ONLY(kernels::cuda::random_uniform(philox_key(key), out.raw_data(), cuda_detail::element_type(dtype),
+                                                    out.numel(), lo_d, hi_d, static_cast<double>(below_hi)));
+      return;
+    }
     T* data = out.data<T>();
     fill_elements(out.numel(), [&](int64_t begin, int64_t end) {
       SampleBits bits(key);
@@ -227,12 +258,18 @@ Tensor uniform(Key key, const Shape& shape, DType dtype, double lo, double hi) {
   return out;
 }
 
-Tensor normal(Key key, const Shape& shape, DType dtype, double mean, double stddev) {
+Tensor normal(Key key, const Shape& shape, DType dtype, double mean, double stddev, Device device) {
   require_valid_shape(shape, "normal");
   CTRAX_REQUIRE(is_floating(dtype), "normal: dtype ", dtype, " is not floating (expected float32 or float64)");
   CTRAX_REQUIRE(std::isfinite(mean) && std::isfinite(stddev) && stddev >= 0, "normal: got mean = ", mean,
                 ", stddev = ", stddev, " (expected finite values with stddev >= 0)");
-  Tensor out(shape, dtype);
+  Tensor out(shape, dtype, device);
+  if (device.is_cuda()) {
+    cuda_detail::use_device_of(out);
+    CTRAX_CUDA_ONLY(kernels::cuda::random_normal(philox_key(key), out.raw_data(), cuda_detail::element_type(dtype),
+                                                 out.numel(), mean, stddev));
+    return out;
+  }
   constexpr double kTwoPi = 6.283185307179586476925286766559;
   dispatch_floating(dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -258,10 +295,16 @@ Tensor normal(Key key, const Shape& shape, DType dtype, double mean, double stdd
   return out;
 }
 
-Tensor bernoulli(Key key, const Shape& shape, double p) {
+Tensor bernoulli(Key key, const Shape& shape, double p, Device device) {
   require_valid_shape(shape, "bernoulli");
   CTRAX_REQUIRE(p >= 0.0 && p <= 1.0, "bernoulli: probability p = ", p, " is outside [0, 1]");
-  Tensor out(shape, DType::boolean);
+  Tensor out(shape, DType::boolean, device);
+  if (device.is_cuda()) {
+    cuda_detail::use_device_of(out);
+    CTRAX_CUDA_ONLY(kernels::cuda::random_bernoulli(philox_key(key), static_cast<uint8_t*>(out.raw_data()),
+                                                    out.numel(), p));
+    return out;
+  }
   uint8_t* data = out.data<uint8_t>();
   fill_elements(out.numel(), [&](int64_t begin, int64_t end) {
     SampleBits bits(key);
@@ -273,18 +316,21 @@ Tensor bernoulli(Key key, const Shape& shape, double p) {
 
 Tensor bernoulli(Key key, const Shape& shape, const Tensor& p) {
   require_valid_shape(shape, "bernoulli");
-  require_cpu_tensor(p, "bernoulli", "the probability tensor p");
+  require_defined_tensor(p, "bernoulli", "the probability tensor p");
   const Shape joint = broadcast_shapes(p.shape(), shape, "bernoulli");
   CTRAX_REQUIRE(joint == shape, "bernoulli: probabilities of shape ", p.shape(), " do not broadcast to shape ",
                 shape);
   const Tensor probs = p.to(DType::float64).contiguous();
-  const std::vector<double> values = probs.to_vector<double>();
-  for (size_t i = 0; i < values.size(); ++i)
-    CTRAX_REQUIRE(values[i] >= 0.0 && values[i] <= 1.0, "bernoulli: probability p = ", values[i],
-                  " at flat index ", i, " of p (shape ", p.shape(), ") is outside [0, 1]");
+  require_unit_probabilities(probs, p.shape());
   const Tensor expanded = probs.expand(shape).contiguous();
+  Tensor out(shape, DType::boolean, p.device());
+  if (p.device().is_cuda()) {
+    cuda_detail::use_device_of(out);
+    CTRAX_CUDA_ONLY(kernels::cuda::random_bernoulli(philox_key(key), static_cast<uint8_t*>(out.raw_data()),
+                                                    out.numel(), 0.0, static_cast<const double*>(expanded.raw_data())));
+    return out;
+  }
   const double* pd = expanded.data<double>();
-  Tensor out(shape, DType::boolean);
   uint8_t* data = out.data<uint8_t>();
   fill_elements(out.numel(), [&](int64_t begin, int64_t end) {
     SampleBits bits(key);
@@ -295,12 +341,12 @@ Tensor bernoulli(Key key, const Shape& shape, const Tensor& p) {
 }
 
 Tensor bernoulli(Key key, const Tensor& p) {
-  require_cpu_tensor(p, "bernoulli", "the probability tensor p");
+  require_defined_tensor(p, "bernoulli", "the probability tensor p");
   return bernoulli(key, p.shape(), p);
 }
 
 Tensor categorical(Key key, const Tensor& logits, int axis, std::optional<Shape> shape) {
-  require_cpu_tensor(logits, "categorical", "logits");
+  require_defined_tensor(logits, "categorical", "logits");
   CTRAX_REQUIRE(is_floating(logits.dtype()), "categorical: logits have dtype ", logits.dtype(),
                 " (expected float32 or float64 unnormalised log-probabilities)");
   CTRAX_REQUIRE(logits.rank() >= 1, "categorical: logits have rank 0 (expected rank >= 1 with a category axis)");
@@ -328,9 +374,18 @@ Tensor categorical(Key key, const Tensor& logits, int axis, std::optional<Shape>
   }
 
   // Every row needs a distribution: no NaN, and at least one logit above -inf.
-  const double* rows = table.data<double>();
   const int64_t row_count = batch.numel();
-  for (int64_t r = 0; r < row_count; ++r) {
+  if (table.device().is_cuda()) {
+    cuda_detail::use_device_of(table);
+    const auto problem = CTRAX_CUDA_ONLY(kernels::cuda::first_invalid_categorical_row(
+        static_cast<const double*>(table.raw_data()), row_count, categories));
+    CTRAX_REQUIRE(problem.row < 0 || problem.nan_category < 0, "categorical: logits contain NaN (row ", problem.row,
+                  ", category ", problem.nan_category, ")");
+    CTRAX_REQUIRE(problem.row < 0, "categorical: every logit of row ", problem.row,
+                  " is -inf (no category can be sampled)");
+  }
+  const double* rows = table.device().is_cpu() ? table.data<double>() : nullptr;
+  for (int64_t r = 0; rows != nullptr && r < row_count; ++r) {
     bool has_mass = false;
     for (int64_t j = 0; j < categories; ++j) {
       const double v = rows[r * categories + j];
@@ -340,7 +395,7 @@ Tensor categorical(Key key, const Tensor& logits, int axis, std::optional<Shape>
     CTRAX_REQUIRE(has_mass, "categorical: every logit of row ", r, " is -inf (no category can be sampled)");
   }
 
-  Tensor out(out_shape, DType::int64);
+  Tensor out(out_shape, DType::int64, logits.device());
   const int64_t n = out.numel();
   CTRAX_REQUIRE(n == 0 || n <= std::numeric_limits<int64_t>::max() / categories, "categorical: ", n,
                 " samples of ", categories, " categories overflow the draw counter");
@@ -349,6 +404,20 @@ Tensor categorical(Key key, const Tensor& logits, int axis, std::optional<Shape>
   const Shape batch_strides = contiguous_strides(batch);
   const int shift = out_shape.rank() - batch.rank();
   for (int d = 0; d < batch.rank(); ++d) row_strides[d + shift] = batch[d] == 1 ? 0 : batch_strides[d];
+  if (out.device().is_cuda()) {
+    CTRAX_REQUIRE(out_shape.rank() <= kernels::cuda::kMaxRank, "categorical: output shape ", out_shape, " has rank ",
+                  out_shape.rank(), " (the CUDA kernels take at most ", kernels::cuda::kMaxRank, ")");
+    kernels::cuda::StridedArg rows_of_samples;  // sample o -> its row of `table`
+    rows_of_samples.rank = out_shape.rank();
+    for (int d = 0; d < out_shape.rank(); ++d) {
+      rows_of_samples.shape[d] = out_shape[d];
+      rows_of_samples.strides[d] = row_strides[d];
+    }
+    CTRAX_CUDA_ONLY(kernels::cuda::random_categorical(philox_key(key), static_cast<const double*>(table.raw_data()),
+                                                      categories, rows_of_samples,
+                                                      static_cast<int64_t*>(out.raw_data()), n));
+    return out;
+  }
   int64_t* data = out.data<int64_t>();
   fill_elements(n, [&](int64_t begin, int64_t end) {
     SampleBits bits(key);
@@ -392,7 +461,7 @@ Tensor permutation(Key key, int64_t n) {
   return out;
 }
 
-Tensor randint(Key key, const Shape& shape, int64_t lo, int64_t hi, DType dtype) {
+Tensor randint(Key key, const Shape& shape, int64_t lo, int64_t hi, DType dtype, Device device) {
   require_valid_shape(shape, "randint");
   CTRAX_REQUIRE(is_integer(dtype), "randint: dtype ", dtype, " is not an integer dtype (expected int32 or int64)");
   CTRAX_REQUIRE(lo < hi, "randint: got lo = ", lo, ", hi = ", hi, " (expected lo < hi)");
@@ -401,7 +470,13 @@ Tensor randint(Key key, const Shape& shape, int64_t lo, int64_t hi, DType dtype)
                   "randint: [", lo, ", ", hi, ") does not fit in int32");
   // Wrapping unsigned arithmetic gives the exact width even for [INT64_MIN, INT64_MAX).
   const uint64_t range = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
-  Tensor out(shape, dtype);
+  Tensor out(shape, dtype, device);
+  if (device.is_cuda()) {
+    cuda_detail::use_device_of(out);
+    CTRAX_CUDA_ONLY(kernels::cuda::random_randint(philox_key(key), out.raw_data(), cuda_detail::element_type(dtype),
+                                                  out.numel(), lo, range));
+    return out;
+  }
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>) {

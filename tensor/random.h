@@ -79,30 +79,39 @@ std::vector<Key> split(Key key, int n);
 Key fold_in(Key key, uint64_t data);
 
 // ---- Sampling ---------------------------------------------------------------------------------
-// All outputs are fresh contiguous CPU tensors. Element i is a pure function of (key, i)
+// All outputs are fresh contiguous tensors. Element i is a pure function of (key, i)
 // (see the top of this file), so large outputs are filled in parallel with identical results
 // for any thread count. Shapes must have no negative dimension.
+//
+// Devices: functions that take only a shape draw on `device` (the CPU by default); functions
+// that take a tensor (bernoulli with tensor p, categorical) draw on that tensor's device. A
+// GPU draws the same numbers as the CPU (kernels/cuda/random.h): uniform, bernoulli, randint
+// bit for bit, categorical the same samples (the device's log can differ from glibc's in the
+// last ulp, which could only matter for scores tied to ~1e-16), normal to a few ulps (the
+// device's log, cos and sin). permutation is CPU only.
 
 // Uniform in [lo, hi): float32 from the top 24 bits of one 32-bit word (u = k * 2^-24),
 // float64 from the top 53 bits of a 64-bit draw (u = k * 2^-53); x = lo + u * (hi - lo)
 // computed in double, then (for float32) rounded. Rounding can land on hi when hi - lo is
 // tiny relative to hi; such values become the largest representable value below hi, so hi is
 // never returned. lo < hi, both finite in the requested dtype; floating dtypes only.
-Tensor uniform(Key key, const Shape& shape, DType dtype = DType::float32, double lo = 0.0, double hi = 1.0);
+Tensor uniform(Key key, const Shape& shape, DType dtype = DType::float32, double lo = 0.0, double hi = 1.0,
+               Device device = Device::cpu());
 
 // Normal(mean, stddev^2) by Box-Muller: pair p of elements (2p, 2p+1) comes from two
 // uniforms u1 in (0, 1] and u2 in [0, 1): r = sqrt(-2 log u1), element 2p = r cos(2 pi u2),
 // element 2p+1 = r sin(2 pi u2). u1 excludes 0 so log never sees 0. float32 uses 32-bit
 // uniforms (tails reach 6.6 sigma), float64 53-bit ones (8.6 sigma). stddev >= 0, both finite.
-Tensor normal(Key key, const Shape& shape, DType dtype = DType::float32, double mean = 0.0, double stddev = 1.0);
+Tensor normal(Key key, const Shape& shape, DType dtype = DType::float32, double mean = 0.0, double stddev = 1.0,
+              Device device = Device::cpu());
 
 // Bool tensor, true with probability p: element i is (u_i < p) with u_i = w_i * 2^-32 from
 // one 32-bit word, so p = 0 never and p = 1 always gives true. p in [0, 1].
-Tensor bernoulli(Key key, const Shape& shape, double p);
+Tensor bernoulli(Key key, const Shape& shape, double p, Device device = Device::cpu());
 // The same with per-element probabilities `p` (any real dtype) broadcast to `shape`; every
-// probability must lie in [0, 1].
+// probability must lie in [0, 1]. The result is on p's device.
 Tensor bernoulli(Key key, const Shape& shape, const Tensor& p);
-// Shape of p.
+// Shape (and device) of p.
 Tensor bernoulli(Key key, const Tensor& p);
 
 // Samples category indices (int64) from unnormalised log-probabilities along `axis` by the
@@ -116,12 +125,13 @@ Tensor bernoulli(Key key, const Tensor& p);
 //   - A -inf logit is never chosen. A row whose logits are all -inf has no distribution:
 //     ctrax::Error (rather than silently returning 0). NaN logits are an error too. With
 //     +inf logits the first +inf wins.
-//   - logits must be floating, rank >= 1, with at least one category.
+//   - logits must be floating, rank >= 1, with at least one category. The result is on
+//     logits' device.
 Tensor categorical(Key key, const Tensor& logits, int axis = -1, std::optional<Shape> shape = std::nullopt);
 
 // A random permutation of [0, n) (int64) by Fisher-Yates: for i = n-1 down to 1, swap
 // element i with element j uniform in [0, i], j drawn unbiasedly (as randint) from draw
-// index i. n >= 0.
+// index i. n >= 0. CPU only: Fisher-Yates is sequential (move the result with .to(device)).
 Tensor permutation(Key key, int64_t n);
 
 // Integers uniform in [lo, hi), exactly unbiased: a 64-bit draw w maps to
@@ -129,6 +139,7 @@ Tensor permutation(Key key, int64_t n);
 // values more likely are rejected and redrawn at counter word `attempt` + 1, so every
 // element still depends only on (key, i). dtype int32 (then lo, hi - 1 must fit in int32)
 // or int64; lo < hi.
-Tensor randint(Key key, const Shape& shape, int64_t lo, int64_t hi, DType dtype = DType::int64);
+Tensor randint(Key key, const Shape& shape, int64_t lo, int64_t hi, DType dtype = DType::int64,
+               Device device = Device::cpu());
 
 }  // namespace ctrax

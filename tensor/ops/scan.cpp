@@ -15,6 +15,9 @@
 // as (outer, n, inner), n being the scanned axis. With inner == 1 each line is a walk through
 // memory; with inner > 1 a row of `inner` running values is carried from one step of the axis
 // to the next, so the inner loop runs along memory (e.g. rewards stored (time, batch)).
+//
+// On a GPU (kernels/cuda/scan.h) the same checks, dtypes and layout apply, and one thread per
+// (outer, inner) line performs the CPU's operations in the CPU's order, so results match.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -22,7 +25,9 @@
 #include <vector>
 
 #include "../trace.h"
+#include "../../kernels/cuda/scan.h"
 #include "../../kernels/parallel.h"
+#include "../cuda_arg.h"
 #include "../ops.h"
 #include "reduce_util.h"
 
@@ -68,16 +73,31 @@ void scan_blocks(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool
   else kernels::parallel_for(outer, std::max<int64_t>(1, detail::kReduceGrain / block), blocks);
 }
 
+// Scans run on the input's device (cpu, or cuda in a CUDA build).
+void require_defined(const Tensor& x, const char* op) {
+  CTRAX_REQUIRE(x.defined(), op, ": the input tensor is undefined (default-constructed)");
+}
+
 template <bool kDiscounted>
 Tensor scan(const Tensor& x, int axis_in, bool reverse, double discount, DType dtype, const char* op) {
   CTRAX_REQUIRE(x.rank() >= 1, op, ": needs a tensor of rank >= 1 to pick an axis, got shape ", x.shape());
   const int axis = normalize_axis(axis_in, x.rank(), op);
   const Tensor src = x.to(dtype).contiguous();
-  Tensor out = empty(x.shape(), dtype);
+  Tensor out = empty(x.shape(), dtype, x.device());
   if (out.numel() == 0) return out;
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < axis; ++d) outer *= x.shape()[d];
   for (int d = axis + 1; d < x.rank(); ++d) inner *= x.shape()[d];
+  if (x.device().is_cuda()) {
+#ifdef CTRAX_USE_CUDA
+    cuda_detail::use_device_of(x);
+    kernels::cuda::scan_lines(src.raw_data(), out.raw_data(), cuda_detail::element_type(dtype), outer,
+                              x.shape()[axis], inner, reverse, kDiscounted, discount);
+    return out;
+#else
+    CTRAX_THROW(op, ": a tensor on ", x.device(), " in a build without the CUDA backend");
+#endif
+  }
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T> || (!kDiscounted && std::is_same_v<T, int64_t>)) {
@@ -94,7 +114,7 @@ Tensor scan(const Tensor& x, int axis_in, bool reverse, double discount, DType d
 
 Tensor cumsum(const Tensor& x, int axis, bool reverse) {
   return traced_op(OpId::cumsum, {&x}, [&] {
-    detail::require_cpu_input(x, "cumsum");
+    require_defined(x, "cumsum");
     const DType dtype = is_floating(x.dtype()) ? x.dtype() : DType::int64;
     return scan<false>(x, axis, reverse, 1.0, dtype, "cumsum");
   }, [&] { return OpAttrs{AxisAttrs{axis, reverse}}; });
@@ -102,7 +122,7 @@ Tensor cumsum(const Tensor& x, int axis, bool reverse) {
 
 Tensor discounted_cumsum(const Tensor& x, int axis, double discount) {
   return traced_op(OpId::discounted_cumsum, {&x}, [&] {
-    detail::require_cpu_input(x, "discounted_cumsum");
+    require_defined(x, "discounted_cumsum");
     CTRAX_REQUIRE(std::isfinite(discount), "discounted_cumsum: discount must be finite, got ", discount);
     const DType dtype = is_floating(x.dtype()) ? x.dtype() : DType::float32;
     return scan<true>(x, axis, true, discount, dtype, "discounted_cumsum");

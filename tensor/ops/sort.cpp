@@ -16,6 +16,10 @@
 //
 // Rank-0 inputs are treated as one line of one element (axis 0 or -1).
 //
+// On a GPU (kernels/cuda/sort.h) the sorted axis is moved last and made contiguous, a merge
+// sort orders the rows by the same total order (so the results are identical), and the
+// results are moved back.
+//
 // What it is not for: sorting across several axes (flatten first).
 #include <algorithm>
 #include <cmath>
@@ -24,7 +28,9 @@
 #include <vector>
 
 #include "../trace.h"
+#include "../../kernels/cuda/sort.h"
 #include "../../kernels/parallel.h"
+#include "../cuda_arg.h"
 #include "../ops.h"
 
 namespace ctrax {
@@ -61,21 +67,58 @@ struct SortResult {
   Tensor indices;  // int64; undefined unless requested
 };
 
+// The GPU path of sort_lines: xc (rank >= 1, any layout) with the sorted axis `a` moved last
+// and made contiguous is sorted row by row, and the results are moved back to out_shape's layout.
+SortResult sort_lines_cuda(const Tensor& xc, int a, int64_t k, bool descending, bool want_values, bool want_indices,
+                           const Shape& out_shape, const char* op) {
+#ifdef CTRAX_USE_CUDA
+  cuda_detail::use_device_of(xc);
+  const int rank = xc.rank();
+  std::vector<int> to_last, back(static_cast<size_t>(rank));
+  for (int d = 0; d < rank; ++d)
+    if (d != a) to_last.push_back(d);
+  to_last.push_back(a);
+  for (int d = 0; d < rank; ++d) back[to_last[d]] = d;
+  const Tensor rows = xc.permute(to_last).contiguous();
+  Shape sorted_shape = rows.shape();
+  sorted_shape[rank - 1] = k;
+  const int64_t len = rows.shape()[rank - 1];
+  const int64_t row_count = len == 0 ? 0 : rows.numel() / len;  // len == 0 forces k == 0: nothing to do
+  Tensor values, indices;
+  if (want_values) values = Tensor(sorted_shape, xc.dtype(), xc.device());
+  if (want_indices) indices = Tensor(sorted_shape, DType::int64, xc.device());
+  kernels::cuda::sort_rows(rows.raw_data(), cuda_detail::element_type(xc.dtype()), row_count, len, k, descending,
+                           want_values ? values.raw_data() : nullptr,
+                           want_indices ? static_cast<int64_t*>(indices.raw_data()) : nullptr);
+  SortResult result;
+  if (want_values) result.values = values.permute(back).contiguous().reshape(out_shape);
+  if (want_indices) result.indices = indices.permute(back).contiguous().reshape(out_shape);
+  return result;
+#else
+  (void)xc, (void)a, (void)k, (void)descending, (void)want_values, (void)want_indices, (void)out_shape;
+  CTRAX_THROW(op, ": a tensor on ", xc.device(), " in a build without the CUDA backend");
+#endif
+}
+
 // Orders every line of x along `axis` and keeps the first k of each (k = n for a full sort).
 SortResult sort_lines(const Tensor& x, int axis, int64_t k, bool descending, bool want_values, bool want_indices,
                       const char* op) {
   const int a = resolve_axis(x, axis, op);
-  const Tensor xc = x.rank() == 0 ? x.reshape(Shape{1}).contiguous() : x.contiguous();
-  const int64_t n = xc.shape()[a];
+  const Tensor lines_view = x.rank() == 0 ? x.reshape(Shape{1}) : x;
+  const int64_t n = lines_view.shape()[a];
   CTRAX_REQUIRE(x.rank() > 0 || k == 1, op, ": k = ", k, " for a rank-0 tensor (expected k = 1: the result keeps rank 0)");
   CTRAX_REQUIRE(k >= 0 && k <= n, op, ": k = ", k, " is out of range for axis ", axis, " of size ", n,
                 " (expected k in [0, ", n, "])");
+  Shape out_shape = x.shape();
+  if (x.rank() > 0) out_shape[a] = k;
+  if (x.device().is_cuda())
+    return sort_lines_cuda(lines_view, a, k, descending, want_values, want_indices, out_shape, op);
+
   // Lines are at o * n * inner + j * inner + i for outer index o, position j, inner index i.
+  const Tensor xc = lines_view.contiguous();
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < a; ++d) outer *= xc.shape()[d];
   for (int d = a + 1; d < xc.rank(); ++d) inner *= xc.shape()[d];
-  Shape out_shape = x.shape();
-  if (x.rank() > 0) out_shape[a] = k;
 
   SortResult result;
   if (want_values) result.values = Tensor(out_shape, x.dtype());
@@ -110,9 +153,9 @@ SortResult sort_lines(const Tensor& x, int axis, int64_t k, bool descending, boo
   return result;
 }
 
-void require_cpu_input(const Tensor& t, const char* op) {
+// Sorts run on the input's device (cpu, or cuda in a CUDA build).
+void require_defined(const Tensor& t, const char* op) {
   CTRAX_REQUIRE(t.defined(), op, ": x is undefined (default-constructed)");
-  CTRAX_REQUIRE(t.device().is_cpu(), op, ": x is on ", t.device(), " (only cpu tensors are supported)");
 }
 
 // The size of `axis` of x, counting a rank-0 tensor as one line of one element.
@@ -125,18 +168,18 @@ int64_t line_length(const Tensor& x, int axis, const char* op) {
 
 Tensor sort(const Tensor& x, int axis, bool descending) {
   return traced_op(OpId::sort, {&x}, [&] {
-    require_cpu_input(x, "sort");
+    require_defined(x, "sort");
     return sort_lines(x, axis, line_length(x, axis, "sort"), descending, true, false, "sort").values;
   }, [&] { return OpAttrs{AxisAttrs{axis, descending}}; });
 }
 
 Tensor argsort(const Tensor& x, int axis, bool descending) {
-  require_cpu_input(x, "argsort");
+  require_defined(x, "argsort");
   return sort_lines(x, axis, line_length(x, axis, "argsort"), descending, false, true, "argsort").indices;
 }
 
 std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int axis, bool largest) {
-  require_cpu_input(x, "topk");
+  require_defined(x, "topk");
   const Tensor* in[] = {&x};
   if (!detail::any_traced(in)) {
     SortResult r = sort_lines(x, axis, k, largest, true, true, "topk");
