@@ -1,4 +1,12 @@
 // Convolution and pooling layers (see conv.h for the maths).
+//
+// On a GPU with backend(CudaOp::convolution) == cudnn (kernels/cuda/backend.h), a float32
+// Conv1D/Conv2D runs cuDNN instead of im2col + matmul: cudnnConvolutionForward inside
+// custom_gradient, whose backward is cudnnConvolutionBackwardData and BackwardFilter. Conv1D is a
+// 1 x L image. Around it, differentiable tensor ops do the layout work, so autodiff handles
+// them: the kernel [kh, kw, c, f] is permuted to cuDNN's [f, kh, kw, c], and SAME's odd extra
+// row/column after the input (cuDNN pads both sides equally) is added with pad(). The bias is
+// added with add() as on the im2col path.
 #include "conv.h"
 
 #include <algorithm>
@@ -9,6 +17,14 @@
 
 #include "../kernels/check.h"
 #include "../tensor/ops.h"
+#ifdef CTRAX_USE_CUDNN
+#include <climits>
+
+#include "../autograd/custom.h"
+#include "../kernels/cuda/backend.h"
+#include "../kernels/cuda/cudnn.h"
+#include "../kernels/cuda/runtime.h"
+#endif
 
 namespace ctrax {
 
@@ -183,6 +199,13 @@ class ConvLayer final : public SpatialLayer {
     const Geometry g = geometry(x.shape(), x.dtype());
     const Tensor& kernel = weights["kernel"].leaf();
     check_kernel(kernel, g);
+#ifdef CTRAX_USE_CUDNN
+    if (cudnn_applies(x, kernel, g)) {
+      Tensor y = cudnn_conv(x, kernel, g);
+      if (use_bias_) y = add(y, weights["bias"].leaf());
+      return {{unfold_batch(y, g)}, state};
+    }
+#endif
     // im2col: one row of prod(k) * channels per output position, then one matmul.
     const int64_t patch = product(window_) * g.channels;
     const Tensor rows = windows(x, g, 0.0).reshape(Shape{g.batch * product(g.out), patch});
@@ -205,6 +228,85 @@ class ConvLayer final : public SpatialLayer {
       fail("input has " + std::to_string(g.channels) + " channels (last axis), the kernel expects " +
            std::to_string(kernel.size(-2)));
   }
+
+#ifdef CTRAX_USE_CUDNN
+  // cuDNN when selected and the call fits it: float32 input and kernel on the same GPU,
+  // nothing empty, sizes within cuDNN's int dimensions. Otherwise im2col runs (same result).
+  bool cudnn_applies(const Tensor& x, const Tensor& kernel, const Geometry& g) const {
+    namespace kc = kernels::cuda;
+    if (!x.device().is_cuda() || kc::backend(kc::CudaOp::convolution) != kc::CudaBackend::cudnn) return false;
+    if (x.dtype() != DType::float32 || kernel.dtype() != DType::float32 || kernel.device() != x.device()) return false;
+    if (n_spatial() > 2 || x.numel() == 0 || g.batch == 0 || product(g.out) == 0) return false;
+    // The input grows by at most one element per axis (SAME's odd extra padding).
+    double padded = static_cast<double>(g.batch) * static_cast<double>(g.channels);
+    for (int64_t d : g.in) padded *= static_cast<double>(d + 1);
+    const double out = static_cast<double>(g.batch) * static_cast<double>(product(g.out)) * static_cast<double>(filters_);
+    const double weights = static_cast<double>(product(window_)) * static_cast<double>(g.channels * filters_);
+    return padded <= INT_MAX && out <= INT_MAX && weights <= INT_MAX;
+  }
+
+  // [batch, out..., filters] (batch folded) through cuDNN; see the comment at the top.
+  Tensor cudnn_conv(const Tensor& x, const Tensor& kernel, const Geometry& g) const {
+    namespace kc = kernels::cuda;
+    const bool two_d = n_spatial() == 2;
+    // The 2-D view: height and width; a 1-D input is a 1 x L image.
+    const int64_t in_h = two_d ? g.in[0] : 1, in_w = g.in[two_d ? 1 : 0];
+    const int64_t k_h = two_d ? window_[0] : 1, k_w = window_[two_d ? 1 : 0];
+    const int64_t s_h = two_d ? strides_[0] : 1, s_w = strides_[two_d ? 1 : 0];
+    const std::pair<int64_t, int64_t> p_h = two_d ? g.pads[0] : std::pair<int64_t, int64_t>{0, 0};
+    const std::pair<int64_t, int64_t> p_w = g.pads[two_d ? 1 : 0];
+    // cuDNN pads `first` on both sides; TensorFlow's SAME puts any odd extra element after.
+    CTRAX_CHECK(p_h.second >= p_h.first && p_w.second >= p_w.first);
+    const int64_t extra_h = p_h.second - p_h.first, extra_w = p_w.second - p_w.first;
+    Tensor xp = x.reshape(Shape{g.batch, in_h, in_w, g.channels});
+    if (extra_h > 0 || extra_w > 0) xp = pad(xp, {{0, 0}, {0, extra_h}, {0, extra_w}, {0, 0}}, 0.0);
+    xp = xp.contiguous();
+    // [kh, kw, c, f] -> cuDNN's KRSC [f, kh, kw, c].
+    const Tensor w = kernel.reshape(Shape{k_h, k_w, g.channels, filters_}).permute({3, 0, 1, 2}).contiguous();
+
+    kc::CudnnConv2d conv;
+    conv.batch = g.batch;
+    conv.height = in_h + extra_h;
+    conv.width = in_w + extra_w;
+    conv.in_channels = g.channels;
+    conv.filters = filters_;
+    conv.kernel_h = k_h;
+    conv.kernel_w = k_w;
+    conv.stride_h = s_h;
+    conv.stride_w = s_w;
+    conv.pad_h = p_h.first;
+    conv.pad_w = p_w.first;
+    const int64_t out_h = two_d ? g.out[0] : 1, out_w = g.out[two_d ? 1 : 0];
+    CTRAX_CHECK(conv.out_h() == out_h && conv.out_w() == out_w, "cuDNN output ", conv.out_h(), "x", conv.out_w(),
+                " differs from the layer's ", out_h, "x", out_w);
+    const Device device = x.device();
+    const Shape y_shape{g.batch, out_h, out_w, filters_};
+
+    auto forward = [conv, device, y_shape](const std::vector<Tensor>& in) {
+      kc::set_device(device.index);
+      Tensor y(y_shape, DType::float32, device);
+      kc::cudnn_conv2d_forward(conv, kc::ElementType::float32, in[0].raw_data(), in[1].raw_data(), y.raw_data());
+      return y;
+    };
+    auto backward = [conv, device](const CustomGradContext& c) {
+      kc::set_device(device.index);
+      // The incoming gradient may be a broadcast or strided view: cuDNN needs it dense.
+      const Tensor dy = c.output_grads[0].to(DType::float32).contiguous();
+      Tensor dx(c.inputs[0].shape(), DType::float32, device);
+      Tensor dw(c.inputs[1].shape(), DType::float32, device);
+      kc::cudnn_conv2d_backward_data(conv, kc::ElementType::float32, c.inputs[1].raw_data(), dy.raw_data(),
+                                     dx.raw_data());
+      kc::cudnn_conv2d_backward_filter(conv, kc::ElementType::float32, c.inputs[0].raw_data(), dy.raw_data(),
+                                       dw.raw_data());
+      return std::vector<Tensor>{dx, dw};
+    };
+    const Tensor y = custom_gradient({xp, w}, forward, backward);
+    Shape folded{g.batch};
+    for (int64_t d : g.out) folded.push_back(d);
+    folded.push_back(filters_);
+    return y.reshape(folded);
+  }
+#endif
 
   int64_t filters_;
   bool use_bias_;
@@ -233,7 +335,7 @@ class PoolLayer final : public SpatialLayer {
       y = mean(windows(x, g, 0.0), {axis});
     } else {
       // Sum over zero padding, divided by the count of real elements in each window.
-      y = div(sum(windows(x, g, 0.0), {axis}), real_counts(g).to(x.dtype()));
+      y = div(sum(windows(x, g, 0.0), {axis}), real_counts(g).to(x.dtype()).to(x.device()));
     }
     return {{unfold_batch(y, g)}, state};
   }

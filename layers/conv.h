@@ -27,6 +27,9 @@
 // [batch, out..., prod(k), channels]. Conv reshapes them to rows of prod(k) * channels (im2col)
 // and does one matmul with the kernel viewed as [prod(k) * channels, filters]; the pools take
 // max or mean over the window axis.
+// The exception, on a GPU with cuDNN selected (kernels/cuda/backend.h, CudaOp::convolution) and
+// float32 data: Conv1D/Conv2D call cuDNN's convolution forward, and its backward-data and
+// backward-filter through a custom gradient (autograd/custom.h).
 #pragma once
 
 #include <array>

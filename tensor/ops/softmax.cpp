@@ -20,13 +20,21 @@
 //
 // On a GPU (kernels/cuda/softmax.h) the axis is permuted innermost and the rows made
 // contiguous, one kernel computes every row with the same numerics, and the result is
-// permuted back into x's shape (contiguous).
+// permuted back into x's shape (contiguous). With backend(CudaOp::softmax) == cudnn
+// (kernels/cuda/backend.h) cudnnSoftmaxForward computes the rows instead of ctrax's kernel; the
+// permutes around it are the same, so a benchmark compares the two row kernels on one call.
+// cuDNN sums in the element type, so its float32 rows may differ from the CPU's in the last bits.
+#include <climits>
 #include <cmath>
 #include <limits>
 #include <vector>
 
 #include "../trace.h"
+#include "../../kernels/cuda/backend.h"
 #include "../../kernels/cuda/softmax.h"
+#ifdef CTRAX_USE_CUDNN
+#include "../../kernels/cuda/cudnn.h"
+#endif
 #include "../../kernels/parallel.h"
 #include "../cuda_arg.h"
 #include "../ops.h"
@@ -109,8 +117,18 @@ Tensor cuda_softmax(const Tensor& x, int axis, DType dtype, bool log) {
   const Tensor src = x.to(dtype).permute(perm).contiguous();
   Tensor y(src.shape(), dtype, x.device());
   const int64_t n = x.shape()[axis];
-  if (y.numel() > 0)
+  if (y.numel() > 0) {
+#ifdef CTRAX_USE_CUDNN
+    // cuDNN describes the rows with int sizes; beyond them the hand-written kernel runs.
+    if (kernels::cuda::backend(kernels::cuda::CudaOp::softmax) == kernels::cuda::CudaBackend::cudnn &&
+        y.numel() <= INT_MAX) {
+      kernels::cuda::cudnn_softmax_rows(src.raw_data(), y.raw_data(), cuda_detail::element_type(dtype),
+                                        y.numel() / n, n, log);
+      return y.permute(inverse).contiguous();
+    }
+#endif
     kernels::cuda::softmax_rows(src.raw_data(), y.raw_data(), cuda_detail::element_type(dtype), y.numel() / n, n, log);
+  }
   return y.permute(inverse).contiguous();
 #else
   (void)axis, (void)dtype, (void)log;

@@ -4,6 +4,9 @@
 // ops_detail::map_unary (elementwise_util.h), which walks any strided input and sends
 // contiguous float runs of neg, relu, square, exp, tanh and sigmoid to the vectorised kernels.
 // On a CUDA tensor the same dtype rule runs, then kernels/cuda/elementwise.h does the loop.
+// relu, tanh and sigmoid of a contiguous float tensor go to cudnnActivationForward instead when
+// backend(CudaOp::activation) == cudnn (kernels/cuda/backend.h); other layouts and dtypes keep
+// the hand-written kernel. Their gradients are tensor ops either way.
 //
 // Dtype families (ops.h):
 //   real      exp, log, ..., gelu, sin, cos: integer and bool inputs become float32;
@@ -19,6 +22,13 @@
 #include "../ops.h"
 #include "../trace.h"
 #include "elementwise_util.h"
+#ifdef CTRAX_USE_CUDNN
+#include <climits>
+
+#include "../../kernels/cuda/backend.h"
+#include "../../kernels/cuda/cudnn.h"
+#include "../cuda_arg.h"
+#endif
 
 namespace ctrax {
 
@@ -30,6 +40,21 @@ using ops_detail::map_unary;
 namespace kc = kernels::cuda;
 
 constexpr int kernel_id(UnaryKernel k) { return static_cast<int>(k); }
+
+#ifdef CTRAX_USE_CUDNN
+// cuDNN's activation when it is selected and the layout fits (a non-empty contiguous float
+// tensor on a GPU, within cuDNN's int sizes); otherwise an undefined tensor, and the caller
+// runs the hand-written path (which also does the checks and dtype rules for every other input).
+Tensor cudnn_activation_if_selected(const Tensor& x, kc::CudnnActivation activation) {
+  if (!x.defined() || !x.device().is_cuda() || !is_floating(x.dtype()) || !x.is_contiguous() || x.numel() == 0 ||
+      x.numel() > INT_MAX || kc::backend(kc::CudaOp::activation) != kc::CudaBackend::cudnn)
+    return Tensor();
+  cuda_detail::use_device_of(x);
+  Tensor y(x.shape(), x.dtype(), x.device());
+  kc::cudnn_activation(activation, x.raw_data(), y.raw_data(), cuda_detail::element_type(x.dtype()), x.numel());
+  return y;
+}
+#endif
 
 // Real-valued op: computes in float32 (or float64 for float64 input).
 template <int Kernel = kNoKernel, typename F>
@@ -149,6 +174,9 @@ Tensor square(const Tensor& x) {
 
 Tensor relu(const Tensor& x) {
   return traced_op(OpId::relu, {&x}, [&] {
+#ifdef CTRAX_USE_CUDNN
+    if (Tensor y = cudnn_activation_if_selected(x, kc::CudnnActivation::relu); y.defined()) return y;
+#endif
     return arithmetic_unary<kernel_id(UnaryKernel::relu)>(x, "relu", kc::UnaryOp::relu, [](auto v) {
       using T = decltype(v);
       return v <= T(0) ? T(0) : v;  // kernels::unary_value<relu> for floats: +0 for -0, NaN kept
@@ -188,12 +216,18 @@ Tensor exp(const Tensor& x) {
 }
 Tensor tanh(const Tensor& x) {
   return traced_op(OpId::tanh, {&x}, [&] {
+#ifdef CTRAX_USE_CUDNN
+    if (Tensor y = cudnn_activation_if_selected(x, kc::CudnnActivation::tanh); y.defined()) return y;
+#endif
     return real_unary<kernel_id(UnaryKernel::tanh)>(x, "tanh",
                                                     kc::UnaryOp::tanh, [](auto v) { return kernels::unary_value<UnaryKernel::tanh>(v); });
   });
 }
 Tensor sigmoid(const Tensor& x) {
   return traced_op(OpId::sigmoid, {&x}, [&] {
+#ifdef CTRAX_USE_CUDNN
+    if (Tensor y = cudnn_activation_if_selected(x, kc::CudnnActivation::sigmoid); y.defined()) return y;
+#endif
     return real_unary<kernel_id(UnaryKernel::sigmoid)>(
         x, "sigmoid", kc::UnaryOp::sigmoid, [](auto v) { return kernels::unary_value<UnaryKernel::sigmoid>(v); });
   });
