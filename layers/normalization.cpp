@@ -247,7 +247,7 @@ class NormalizeLayer final : public Layer {
     Tree s = state;
     s["mean"] = new_mean.to(state["mean"].leaf().dtype());
     s["var"] = div(m2, n).to(state["var"].leaf().dtype());
-    s["count"] = scalar_tensor(static_cast<double>(n_a + k), DType::int64);
+    s["count"] = scalar_tensor(static_cast<double>(n_a + k), DType::int64).to(state["count"].leaf().device());
     return s;
   }
 

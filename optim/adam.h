@@ -28,6 +28,7 @@ struct AdamOptions {
 
 class Adam final : public Optimizer {
  public:
+  bool supports_cuda() const override { return true; }
   explicit Adam(AdamOptions options = {});
   const char* name() const override { return "Adam"; }
   const AdamOptions& options() const { return options_; }
@@ -36,7 +37,6 @@ class Adam final : public Optimizer {
   std::vector<Tensor> init_slots(const Tensor& weight) const override;
   size_t num_slots(const Tensor& weight) const override;
   Shape slot_shape(const Tensor& weight, size_t index) const override;
-  bool supports_cuda() const override { return true; }
   double update_weight(int64_t step, double learning_rate, double grad_scale, const Tensor& gradient, Tensor& weight,
                        std::vector<Tensor>& slots) const override;
 
@@ -55,6 +55,7 @@ struct AdamWOptions {
 
 class AdamW final : public Optimizer {
  public:
+  bool supports_cuda() const override { return true; }
   explicit AdamW(AdamWOptions options = {});
   const char* name() const override { return "AdamW"; }
   const AdamWOptions& options() const { return options_; }
@@ -64,7 +65,6 @@ class AdamW final : public Optimizer {
   void check_learning_rate(double learning_rate) const override;
   size_t num_slots(const Tensor& weight) const override;
   Shape slot_shape(const Tensor& weight, size_t index) const override;
-  bool supports_cuda() const override { return true; }
   double update_weight(int64_t step, double learning_rate, double grad_scale, const Tensor& gradient, Tensor& weight,
                        std::vector<Tensor>& slots) const override;
 

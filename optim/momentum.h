@@ -23,6 +23,7 @@ struct MomentumOptions {
 
 class Momentum final : public Optimizer {
  public:
+  bool supports_cuda() const override { return true; }
   explicit Momentum(MomentumOptions options = {});
   const char* name() const override { return "Momentum"; }
   const MomentumOptions& options() const { return options_; }
@@ -31,7 +32,6 @@ class Momentum final : public Optimizer {
   std::vector<Tensor> init_slots(const Tensor& weight) const override;
   size_t num_slots(const Tensor& weight) const override;
   Shape slot_shape(const Tensor& weight, size_t index) const override;
-  bool supports_cuda() const override { return true; }
   double update_weight(int64_t step, double learning_rate, double grad_scale, const Tensor& gradient, Tensor& weight,
                        std::vector<Tensor>& slots) const override;
 

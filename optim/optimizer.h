@@ -64,6 +64,11 @@ class Optimizer {
   // (the NaN reaches the weights either way, as in Trax).
   OptimizerStats update(int64_t step, double learning_rate, const Tree& gradients, Tree& weights, Tree& slots) const;
 
+  // True when the optimizer also updates weights on a CUDA device (kernels/cuda/
+  // optimizer_steps.h); update() refuses GPU weights otherwise, so an optimizer written for the
+  // CPU never reads device memory from the host. A trainer asks before moving its weights.
+  virtual bool supports_cuda() const { return false; }
+
  protected:
   // `learning_rate` must be >= 0 and finite; clip_grad_norm, when set, > 0 and finite. (The
   // error says "Optimizer: ...": name() is not the subclass's yet while the base is built.)
@@ -80,17 +85,12 @@ class Optimizer {
   // Checks what depends on the learning rate given to update() (AdamW: lr * weight_decay < 1),
   // before anything is modified; update() has already checked that it is >= 0 and finite.
   virtual void check_learning_rate(double /*learning_rate*/) const {}
-  // True when update_weight also updates weights on a CUDA device (kernels/cuda/
-  // optimizer_steps.h); update() refuses GPU weights otherwise, so an optimizer written for the
-  // CPU never reads device memory from the host.
-  virtual bool supports_cuda() const { return false; }
   // Updates one weight and its slots. The gradient is to be multiplied by grad_scale (1, or
   // the clipping factor) inside the loop. Returns the sum of squares of the weight's values
   // before the update (computed in the same pass, for OptimizerStats::weights_l2). update()
-  // has checked everything first: the weight is a contiguous float32 or float64 tensor (on the CPU, or on a GPU when
-  // supports_cuda()), the
-  // gradient is contiguous with its shape and dtype, and the slots match num_slots/slot_shape
-  // and are contiguous.
+  // has checked everything first: the weight is a contiguous float32 or float64 tensor (on the
+  // CPU, or on a GPU when supports_cuda()), the gradient is contiguous with its shape and dtype,
+  // and the slots match num_slots/slot_shape and are contiguous.
   virtual double update_weight(int64_t step, double learning_rate, double grad_scale, const Tensor& gradient,
                                Tensor& weight, std::vector<Tensor>& slots) const = 0;
 

@@ -21,6 +21,7 @@ struct RMSPropOptions {
 
 class RMSProp final : public Optimizer {
  public:
+  bool supports_cuda() const override { return true; }
   explicit RMSProp(RMSPropOptions options = {});
   const char* name() const override { return "RMSProp"; }
   const RMSPropOptions& options() const { return options_; }
@@ -29,7 +30,6 @@ class RMSProp final : public Optimizer {
   std::vector<Tensor> init_slots(const Tensor& weight) const override;
   size_t num_slots(const Tensor& weight) const override;
   Shape slot_shape(const Tensor& weight, size_t index) const override;
-  bool supports_cuda() const override { return true; }
   double update_weight(int64_t step, double learning_rate, double grad_scale, const Tensor& gradient, Tensor& weight,
                        std::vector<Tensor>& slots) const override;
 

@@ -16,6 +16,7 @@ struct SGDOptions {
 
 class SGD final : public Optimizer {
  public:
+  bool supports_cuda() const override { return true; }
   explicit SGD(SGDOptions options = {});
   const char* name() const override { return "SGD"; }
 
@@ -23,7 +24,6 @@ class SGD final : public Optimizer {
   std::vector<Tensor> init_slots(const Tensor& weight) const override;
   size_t num_slots(const Tensor& weight) const override;
   Shape slot_shape(const Tensor& weight, size_t index) const override;
-  bool supports_cuda() const override { return true; }
   double update_weight(int64_t step, double learning_rate, double grad_scale, const Tensor& gradient, Tensor& weight,
                        std::vector<Tensor>& slots) const override;
 };

@@ -201,7 +201,7 @@ Trainer::Split Trainer::split_batch(const Batch& batch, const char* stream, int6
                   " of the ", stream, " stream has weights of dtype ", dtype_name(s.weights.dtype()),
                   ", expected a number type");
   } else {
-    s.weights = ones(s.targets.shape());
+    s.weights = ones(s.targets.shape(), DType::float32, s.targets.device());
   }
   if (options_.id_to_mask) s.weights = s.weights * mask_from_ids(s.targets, *options_.id_to_mask);
   return s;

@@ -10,6 +10,7 @@
 #include "../kernels/check.h"
 #include "../layers/metrics.h"
 #include "../tensor/ops.h"
+#include "device_placement.h"
 #include "losses.h"
 
 namespace ctrax {
@@ -144,7 +145,7 @@ ActorCriticAgent::ActorCriticAgent(RLTask& task, AgentOptions agent_options, Pol
   t.metrics = {{"explained_variance", ValueExplainedVariance()}};
   t.optimizer = o.value_optimizer;
   t.lr_schedule = o.value_lr_schedule;
-  t.train_stream = [this](int64_t index) { return value_batch(index); };
+  t.train_stream = [this](int64_t index) { return batch_to(value_batch(index), device()); };
   t.has_weights = true;
   t.seed = o.seed;
   t.restore = false;
@@ -154,19 +155,23 @@ ActorCriticAgent::ActorCriticAgent(RLTask& task, AgentOptions agent_options, Pol
                          distribution().sample_dtype()});
   t.input_signature = std::move(signature);
   value_trainer_ = std::make_unique<Trainer>(std::move(t));
+  if (!device().is_cpu()) move_trainer_to(*value_trainer_, device(), "ActorCriticAgent (value network)");
   value_target_weights_ = value_trainer_->weights();
   if (o.q_value) check_q_value_model();
   if (o.n_shared_layers > 0) copy_shared_layers(policy_trainer(), *value_trainer_);  // checks the layers fit
   if (!value_trainer_->state().leaves().empty())
-    value_collect_ = std::make_unique<CollectModel>(*value_trainer_, "value_collect_state", "ActorCriticAgent");
+    value_collect_ =
+        std::make_unique<CollectModel>(*value_trainer_, "value_collect_state", "ActorCriticAgent", device());
 }
 
 PolicyOutput ActorCriticAgent::act(const Tensor& observations, Key key, double temperature) {
-  PolicyOutput out = PolicyAgent::act(observations, key, temperature);
+  // One transfer of the observations serves both networks.
+  const Tensor on_device = observations_on_device(observations);
+  PolicyOutput out = PolicyAgent::act(on_device, key, temperature);
   if (value_collect_ && !evaluating()) {
     Stack more;
     if (ac_.q_value) more.push_back(model_actions(out.actions));
-    value_collect_->act(observations, /*evaluating=*/false, more);
+    value_collect_->act(on_device, /*evaluating=*/false, more);
   }
   return out;
 }
@@ -199,8 +204,10 @@ const Tree& ActorCriticAgent::value_weights() const { return value_trainer_->wei
 
 Tensor ActorCriticAgent::run_value_model(const Stack& inputs, const Tree& weights) const {
   NoGradScope no_grad;
+  Stack on_device;
+  for (const Tensor& t : inputs) on_device.push_back(t.to(device()));  // no transfer for those already there
   const Tensor v =
-      value_trainer_->model().apply(inputs, weights, value_trainer_->state(), Key(), Mode::eval).outputs[0];
+      value_trainer_->model().apply(on_device, weights, value_trainer_->state(), Key(), Mode::eval).outputs[0];
   return value_scale_ == 1.0 ? v : v * value_scale_;
 }
 
@@ -228,7 +235,7 @@ ActorCriticAgent::QSamples ActorCriticAgent::sample_q(const Tensor& observations
                 to_string(observations.shape()));
   NoGradScope no_grad;
   const int64_t n = ac_.q_value_n_samples;
-  const Tensor obs = observations.to(DType::float32).contiguous();
+  const Tensor obs = observations_on_device(observations).contiguous();
   QSamples out;
   out.dist_inputs = policy_outputs(obs);  // [B, L, D]
   // One draw over [n, B, L]: sample i of an entry is element i along the new axis.
@@ -252,7 +259,7 @@ Tensor ActorCriticAgent::values(const Tensor& observations) const {
   CTRAX_REQUIRE(!ac_.q_value, "ActorCriticAgent::values is for state-value models; with q_value use "
                 "state_values(observations, key, aggregate_max) or q_values(observations, actions)");
   NoGradScope no_grad;
-  const Tensor v = value_trainer_->predict({observations.to(DType::float32)})[0];
+  const Tensor v = value_trainer_->predict({observations_on_device(observations)})[0];
   return value_scale_ == 1.0 ? v : v * value_scale_;
 }
 
@@ -273,20 +280,24 @@ Batch ActorCriticAgent::policy_batch(int64_t index) const {
   const TimeStepBatch batch = policy_slices(index, margin);
   const int64_t n = batch.reward.shape()[1] - margin;
   const Tensor mask = first_steps(batch.mask, n);
-  const Tensor observations = first_steps(batch.observation, n).to(DType::float32);
+  // The observations cross to the device once; the networks' outputs come back for the
+  // estimator and the normalisation, which run on the CPU.
+  const Tensor all_observations = observations_on_device(batch.observation);
+  const Tensor observations = first_steps(all_observations, n);
+  const Device cpu = Device::cpu();
   Tensor advantages;
   if (ac_.q_value && ac_.q_value_direct_advantages) {
     // The critic's own advantage A = Q(o, a) - mean_i Q(o, a_i), a_i ~ pi(. | o), on the steps.
-    const Tensor q = q_values(observations, first_steps(batch.action, n));
-    const Tensor v = mean(sample_q(observations, policy_sampling_key(index), value_weights()).q, {0});
+    const Tensor q = q_values(observations, first_steps(batch.action, n)).to(cpu);
+    const Tensor v = mean(sample_q(observations, policy_sampling_key(index), value_weights()).q, {0}).to(cpu);
     advantages = where(ne(mask, zeros_like(mask)), q - v, zeros_like(q)).to(DType::float32);
   } else {
     // Trax's Q-value baseline replaces V by mean_i Q(o, a_i) on every entry; the estimator is
     // the same.
     const Tensor v =
-        ac_.q_value
-            ? mean(sample_q(batch.observation.to(DType::float32), policy_sampling_key(index), value_weights()).q, {0})
-            : values(batch.observation);
+        (ac_.q_value ? mean(sample_q(all_observations, policy_sampling_key(index), value_weights()).q, {0})
+                     : values(all_observations))
+            .to(cpu);
     AdvantageInputs in{batch.reward, batch.return_, v, batch.done, batch.mask, batch.discount_mask};
     advantages = ac_.advantage_estimator(in, task().gamma(), margin);
   }
@@ -304,15 +315,16 @@ Batch ActorCriticAgent::value_batch(int64_t index) const {
   b.margin = 1;
   b.min_slice_length = 2;
   const TimeStepBatch batch = task().trajectory_batch(b, value_batch_index(index));
-  const Tensor observations = batch.observation.to(DType::float32);
+  const Tensor observations = observations_on_device(batch.observation);  // the one transfer
   // V_target on every entry, the final observations included (they are what the last steps
-  // bootstrap from): the frozen network's V, or its Q aggregated over sampled actions.
+  // bootstrap from): the frozen network's V, or its Q aggregated over sampled actions. It comes
+  // back to the CPU for the estimator.
   Tensor v;
   if (ac_.q_value) {
     const Tensor q = sample_q(observations, value_sampling_key(index), value_target_weights_).q;
-    v = ac_.q_value_aggregate_max ? max(q, {0}) : mean(q, {0});
+    v = (ac_.q_value_aggregate_max ? max(q, {0}) : mean(q, {0})).to(Device::cpu());
   } else {
-    v = run_value_model({observations}, value_target_weights_);
+    v = run_value_model({observations}, value_target_weights_).to(Device::cpu());
   }
   AdvantageInputs in{batch.reward, batch.return_, v, batch.done, batch.mask, batch.discount_mask};
   const int64_t n = batch.reward.shape()[1] - 1;
@@ -430,7 +442,7 @@ Batch SamplingAWR::policy_batch(int64_t index) const {
   int64_t margin = 0;
   const TimeStepBatch batch = policy_slices(index, margin);
   const int64_t length = batch.reward.shape()[1] - margin;
-  const Tensor observations = first_steps(batch.observation, length).to(DType::float32);
+  const Tensor observations = observations_on_device(first_steps(batch.observation, length));
   const QSamples s = sample_q(observations, policy_sampling_key(index), value_weights());
   const int64_t n = actor_critic_options().q_value_n_samples;
   const int64_t slices = observations.shape()[0];

@@ -10,6 +10,7 @@
 #include "../autograd/grad.h"
 #include "../kernels/check.h"
 #include "../tensor/ops.h"
+#include "device_placement.h"
 #include "losses.h"
 
 namespace ctrax {
@@ -71,7 +72,8 @@ ActorCriticJointAgent::ActorCriticJointAgent(RLTask& task, AgentOptions agent_op
   t.metrics = joint_metrics(distribution_, algorithm.clip_epsilon);
   t.optimizer = o.optimizer;
   t.lr_schedule = o.lr_schedule;
-  t.train_stream = [this](int64_t index) { return batch(index); };
+  // Each tensor of a batch moves to the device once per step (the observations are there already).
+  t.train_stream = [this](int64_t index) { return batch_to(batch(index), device()); };
   // (observations) -> (dist_inputs, values), then the 6 loss inputs of the batch: the loss sees
   // (dist_inputs, values, returns, dones, rewards, actions, old_log_probs, mask).
   t.n_loss_inputs = 6;
@@ -79,7 +81,8 @@ ActorCriticJointAgent::ActorCriticJointAgent(RLTask& task, AgentOptions agent_op
   t.restore = false;  // the agent's checkpoint holds the trainer (export_state)
   t.input_signature = observation_signature(o.batch_size, 1);
   trainer_ = std::make_unique<Trainer>(std::move(t));
-  collect_model_ = std::make_unique<CollectModel>(*trainer_, "joint_collect_state", name);
+  if (!device().is_cpu()) move_trainer_to(*trainer_, device(), name);
+  collect_model_ = std::make_unique<CollectModel>(*trainer_, "joint_collect_state", name, device());
 
   // The heads must fit the distribution: check once on a zero observation.
   const Signature one = observation_signature(1, 1);
@@ -123,25 +126,29 @@ Batch ActorCriticJointAgent::batch(int64_t index) const {
   const TimeStepBatch t = task().trajectory_batch(b, policy_batch_index(index));
   const int64_t n = t.reward.shape()[1] - 1;
   auto first = [n](const Tensor& x) { return x.slice(1, 0, n).contiguous(); };
+  // Float32 observations cross to the device once; the values come back for the estimator.
+  const Tensor observations = t.observation.to(DType::float32).to(device());
   Tensor old_log_probs, returns;
   {
     NoGradScope no_grad;
     old_log_probs = distribution_->log_prob(first(t.dist_inputs), first(t.action));
     // G = V + A_lambda (rl/advantages.h's td_lambda): with return_lambda = 1 the discounted
     // rewards to the end of the piece plus gamma^k V(final observation) unless it terminated.
-    const Tensor values = joint_outputs(t.observation)[1];
+    const Tensor values = joint_outputs(observations)[1].to(Device::cpu());
     const AdvantageInputs in{t.reward, t.return_, values, t.done, t.mask, t.discount_mask};
     // Padding and final observations (mask 0) get 0, as the stored returns do.
     returns = ((td_lambda_advantages(in, task().gamma(), 1, options_.return_lambda) + first(values)) *
                first(t.mask).to(values.dtype()))
                   .to(DType::float32);
   }
-  return Batch{first(t.observation).to(DType::float32), returns, first(t.done), first(t.reward), first(t.action),
+  return Batch{first(observations), returns, first(t.done), first(t.reward), first(t.action),
                old_log_probs, first(t.mask)};
 }
 
 PolicyOutput ActorCriticJointAgent::act(const Tensor& observations, Key key, double temperature) {
-  const Tensor dist_inputs = collect_model_->act(observations, evaluating())[0];  // [N, D]; values unused
+  // The model runs on the device; the distribution inputs come back in one transfer and the
+  // actions are sampled on the CPU (as PolicyAgent::act does).
+  const Tensor dist_inputs = collect_model_->act(observations, evaluating())[0].to(Device::cpu());  // [N, D]
   return PolicyOutput{distribution_->sample(dist_inputs, key, temperature), dist_inputs};
 }
 

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "../kernels/check.h"
+#include "device_placement.h"
 
 namespace ctrax {
 
@@ -45,6 +46,7 @@ Agent::Agent(RLTask& task, AgentOptions options) : task_(task), options_(std::mo
   if (o.eval_max_steps)
     CTRAX_REQUIRE(*o.eval_max_steps >= 1, "Agent: eval_max_steps must be >= 1, got ", *o.eval_max_steps);
   CTRAX_REQUIRE(o.checkpoints_to_keep >= 1, "Agent: checkpoints_to_keep must be >= 1, got ", o.checkpoints_to_keep);
+  require_usable_device(o.device, "Agent");
   sinks_ = o.sinks;
   if (!o.output_dir.empty()) {
     std::error_code error;
@@ -172,6 +174,8 @@ void Agent::save() {
     tensors.emplace(name, from_vector(returns, Shape{static_cast<int64_t>(returns.size())}));
   }
   fields["agent/n_eval_temperatures"] = index;
+  // Checkpoints are device-independent: the networks' tensors are written from CPU copies.
+  for (auto& [name, tensor] : tensors) tensor = tensor.to(Device::cpu());
   checkpoints_->save(epoch_, tensors, fields);
 }
 
@@ -199,7 +203,8 @@ bool Agent::restore() {
   // Each part checks everything before it changes anything. The subclass's networks go first:
   // should the task's part then be refused, the constructor that called restore() throws and
   // the agent is never used.
-  import_state(*c);
+  // The networks' tensors go to the agent's device; the task's and the agent's stay on the CPU.
+  import_state(checkpoint_on(*c, options_.device, {"task/", "agent/"}));
   task_.import_state(*c, "task/");
   epoch_ = epoch;
   avg_returns_ = std::move(avg_returns);

@@ -23,6 +23,15 @@
 // epoch_seconds with its parts collect_seconds, eval_seconds and train_seconds (the checkpoint
 // written after the row is not counted), and whatever train_epoch returns (losses, entropy, KL, ...).
 //
+// Device (AgentOptions::device): where the agent's networks live and train. The environments,
+// the task's replay buffer and the advantage estimators stay on the CPU. Per environment step the
+// observations of all copies move to the device once, the policy runs there, and its outputs
+// come back once (actions are sampled on the CPU from them, with the same random numbers as on
+// the CPU). Per training step each tensor of the batch moves to the device once; the loss, the
+// gradients and the optimizer's update run there. Checkpoints hold CPU copies, so a run saved on
+// one device resumes on another. A GPU needs a build with the CUDA backend, a usable GPU and an
+// optimizer with a CUDA update; the constructor throws ctrax::Error saying which is missing.
+//
 // Output directory (when set): metrics.jsonl and metrics.csv with the rows of every epoch, and
 // checkpoints/ (io/checkpoint.h) holding the agent (epoch, returns), the task (its replay buffer,
 // counters and the environments' states: RLTask::export_state under "task/") and whatever the
@@ -43,6 +52,7 @@
 
 #include "../io/checkpoint.h"
 #include "../optim/metrics_log.h"
+#include "../tensor/device.h"
 #include "task.h"
 
 namespace ctrax {
@@ -60,6 +70,7 @@ struct AgentOptions {
                                                // write nothing there (evaluating a finished run)
   int checkpoints_to_keep = 2;                 // >= 1
   std::vector<std::shared_ptr<MetricsSink>> sinks;  // in addition to the output directory's files
+  Device device = Device::cpu();               // the networks' device (see the top of this file)
 };
 
 class Agent {
@@ -84,6 +95,8 @@ class Agent {
   const std::map<double, std::vector<double>>& eval_returns() const { return eval_returns_; }
   RLTask& task() const { return task_; }
   const AgentOptions& agent_options() const { return options_; }
+  // Where the networks live and train (AgentOptions::device).
+  Device device() const { return options_.device; }
 
   // The policy as the task's collector calls it: one call per step for all copies.
   CollectPolicy collect_policy();

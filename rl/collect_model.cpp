@@ -8,8 +8,12 @@
 
 namespace ctrax {
 
-CollectModel::CollectModel(const Trainer& trainer, std::string checkpoint_name, std::string who)
-    : trainer_(trainer), checkpoint_name_(std::move(checkpoint_name)), who_(std::move(who)), state_(trainer.state()) {}
+CollectModel::CollectModel(const Trainer& trainer, std::string checkpoint_name, std::string who, Device device)
+    : trainer_(trainer),
+      checkpoint_name_(std::move(checkpoint_name)),
+      who_(std::move(who)),
+      device_(device),
+      state_(trainer.state()) {}
 
 namespace {
 
@@ -25,8 +29,9 @@ Tensor one_step(const Tensor& t, const std::string& who) {
 
 Stack CollectModel::act(const Tensor& observations, bool evaluating, const Stack& more) {
   NoGradScope no_grad;
-  Stack inputs{one_step(observations.to(DType::float32), who_)};
-  for (const Tensor& t : more) inputs.push_back(one_step(t, who_));
+  // Converted on the host first: float32 is what crosses to the device (once).
+  Stack inputs{one_step(observations.to(DType::float32).to(device_), who_)};
+  for (const Tensor& t : more) inputs.push_back(one_step(t.to(device_), who_));
   const Mode mode = evaluating ? Mode::eval : Mode::collect;
   LayerResult r = trainer_.model().apply(inputs, trainer_.weights(), state_, Key(), mode);
   if (mode == Mode::collect) state_ = std::move(r.state);
@@ -38,7 +43,7 @@ Stack CollectModel::act(const Tensor& observations, bool evaluating, const Stack
 Stack CollectModel::outputs(const Tensor& observations) const {
   NoGradScope no_grad;
   return trainer_.model()
-      .apply({observations.to(DType::float32)}, trainer_.weights(), state_, Key(), Mode::eval)
+      .apply({observations.to(DType::float32).to(device_)}, trainer_.weights(), state_, Key(), Mode::eval)
       .outputs;
 }
 

@@ -11,6 +11,10 @@
 //     changes them, and the copy is taken back afterwards (from_trainer) to keep both identical.
 // The copy is part of the agent's checkpoint, under "<name>/<path>" ("<name>" alone for a
 // state that is one tensor). What it is not for: training, losses or the value network.
+//
+// Device: the model runs on `device`, where the trainer's weights are (AgentOptions::device);
+// inputs are moved there (one transfer each, none for inputs already there) and the outputs are
+// left there: the caller brings back what it needs.
 #pragma once
 
 #include <map>
@@ -26,18 +30,19 @@ class CollectModel {
  public:
   // trainer must outlive this object; checkpoint_name e.g. "policy_collect_state"; who names
   // the agent in error messages.
-  CollectModel(const Trainer& trainer, std::string checkpoint_name, std::string who);
+  CollectModel(const Trainer& trainer, std::string checkpoint_name, std::string who, Device device = Device::cpu());
 
   // One step for N environments: observations [N, ...] (any real dtype; converted to float32)
   // run through the model as [N, 1, ...], followed by the further inputs `more` ([N, ...] each,
   // e.g. a Q-network's actions; passed as [N, 1, ...] unconverted); returns every output with
-  // that length axis removed ([N, ...], contiguous). evaluating: Mode::eval (statistics
+  // that length axis removed ([N, ...], contiguous, on the device). evaluating: Mode::eval (statistics
   // unchanged), else Mode::collect.
   Stack act(const Tensor& observations, bool evaluating, const Stack& more = {});
   // The model's outputs for observations [B, L, ...] in Mode::eval (statistics unchanged).
   Stack outputs(const Tensor& observations) const;
 
   const Tree& state() const { return state_; }
+  Device device() const { return device_; }
   // Training starts from the collected statistics; the copy is refreshed after training.
   void to_trainer(Trainer& trainer) const { trainer.set_state(state_); }
   void from_trainer(const Trainer& trainer) { state_ = trainer.state(); }
@@ -54,6 +59,7 @@ class CollectModel {
   const Trainer& trainer_;
   std::string checkpoint_name_;
   std::string who_;
+  Device device_;
   Tree state_;
 };
 

@@ -188,7 +188,7 @@ std::pair<Tensor, Tensor> Gaussian::mean_and_std(const Tensor& inputs) const {
   Tensor stdev;
   switch (learn_std_) {
     case LearnStd::none:
-      stdev = full(full_shape, std_, inputs.dtype());
+      stdev = full(full_shape, std_, inputs.dtype(), inputs.device());
       break;
     case LearnStd::shared: {
       // One raw value per example: softplus(raw + std), viewed as [..., 1, ..., 1] and
@@ -212,7 +212,8 @@ Tensor Gaussian::sample(const Tensor& inputs, Key key, double temperature) const
   const auto [mean, stdev] = mean_and_std(inputs);
   if (temperature == 0.0) return fresh_copy(mean, sample_dtype());
   // x = mean + T sigma z with z ~ N(0, 1): N(mean, (T sigma)^2).
-  const Tensor z = normal(key, mean.shape(), mean.dtype());
+  // Drawn on the CPU (the same numbers wherever the inputs live), then moved to them.
+  const Tensor z = normal(key, mean.shape(), mean.dtype()).to(mean.device());
   return fresh_copy(add(mean, mul(mul(stdev, z), temperature)), sample_dtype());
 }
 

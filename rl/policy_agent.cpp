@@ -7,6 +7,7 @@
 #include "../autograd/grad.h"
 #include "../kernels/check.h"
 #include "../tensor/ops.h"
+#include "device_placement.h"
 
 namespace ctrax {
 
@@ -38,13 +39,16 @@ PolicyAgent::PolicyAgent(RLTask& task, AgentOptions agent_options, PolicyAgentOp
   t.metrics = std::move(metrics);
   t.optimizer = o.policy_optimizer;
   t.lr_schedule = o.policy_lr_schedule;
-  t.train_stream = std::move(batch);
+  // Batches are made on the CPU (observations may already be on the device); each tensor moves
+  // to the device once per step.
+  t.train_stream = [this, batch = std::move(batch)](int64_t index) { return batch_to(batch(index), device()); };
   t.n_loss_inputs = n_loss_inputs;
   t.seed = o.seed;
   t.restore = false;  // the agent's checkpoint holds the trainer (export_state)
   t.input_signature = policy_signature(o.policy_batch_size, 1);
   policy_trainer_ = std::make_unique<Trainer>(std::move(t));
-  collect_model_ = std::make_unique<CollectModel>(*policy_trainer_, "policy_collect_state", "PolicyAgent");
+  if (!device().is_cpu()) move_trainer_to(*policy_trainer_, device(), "PolicyAgent (policy network)");
+  collect_model_ = std::make_unique<CollectModel>(*policy_trainer_, "policy_collect_state", "PolicyAgent", device());
 
   // The model must give the distribution's inputs: check once on a zero observation.
   const Signature one = policy_signature(1, 1);
@@ -70,8 +74,15 @@ Tensor PolicyAgent::policy_outputs(const Tensor& observations) const {
   return collect_model_->outputs(observations)[0];
 }
 
+Tensor PolicyAgent::observations_on_device(const Tensor& observations) const {
+  return observations.to(DType::float32).to(device());
+}
+
 PolicyOutput PolicyAgent::act(const Tensor& observations, Key key, double temperature) {
-  const Tensor dist_inputs = collect_model_->act(observations, evaluating())[0];  // [N, D]
+  // The policy runs on the device; its outputs come back in one transfer and the actions are
+  // sampled on the CPU, where the environments and the trajectories need them (and where the
+  // random numbers are those of a CPU run).
+  const Tensor dist_inputs = collect_model_->act(observations, evaluating())[0].to(Device::cpu());  // [N, D]
   return PolicyOutput{distribution_->sample(dist_inputs, key, temperature), dist_inputs};
 }
 

@@ -65,7 +65,8 @@ class PolicyAgent : public Agent {
   DistributionPtr distribution_ptr() const { return distribution_; }
   Trainer& policy_trainer() { return *policy_trainer_; }
   const PolicyAgentOptions& policy_options() const { return policy_options_; }
-  // Distribution inputs [B, L, D] of the current policy for observations [B, L, ...] (Mode::eval).
+  // Distribution inputs [B, L, D] of the current policy for observations [B, L, ...] (Mode::eval),
+  // on the agent's device.
   Tensor policy_outputs(const Tensor& observations) const;
 
  protected:
@@ -74,7 +75,11 @@ class PolicyAgent : public Agent {
   PolicyAgent(RLTask& task, AgentOptions agent_options, PolicyAgentOptions policy_options, LayerPtr loss,
               std::map<std::string, LayerPtr> metrics, int n_loss_inputs, BatchStream batch);
 
+  // Actions and distribution inputs on the CPU (the policy runs on the device).
   PolicyOutput act(const Tensor& observations, Key key, double temperature) override;
+  // Observations as the networks take them: float32 on the agent's device (converted on the
+  // host, then one transfer; none when they are there already).
+  Tensor observations_on_device(const Tensor& observations) const;
   // Copies the collect state into the trainer, then trains policy_train_steps_per_epoch steps
   // in policy_evals_per_epoch chunks, evaluating after each; returns "policy/<metric>" values
   // of the last evaluation (or of the last step without evaluations).

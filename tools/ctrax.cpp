@@ -1,8 +1,8 @@
 // ctrax: the command line. `ctrax --help` and `ctrax COMMAND --help` describe everything.
 //
-//   ctrax train [CONFIG] [--set key=value ...] [--output-dir DIR] [--device cpu|cuda] [--seed N]
+//   ctrax train [CONFIG] [--set key=value ...] [--output-dir DIR] [--device cpu|cuda|cuda:N] [--seed N]
 //               [--epochs N] [--threads N]
-//   ctrax resume RUN_DIR [--epochs N]
+//   ctrax resume RUN_DIR [--epochs N] [--device cpu|cuda|cuda:N]
 //   ctrax eval RUN_DIR [--episodes N] [--render FILE]
 //   ctrax plot RUN_DIR... [-o FILE]
 //   ctrax rollout ENV (--seed N | --state ...) (--actions ... | --actions-file FILE)

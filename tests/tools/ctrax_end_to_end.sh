@@ -114,7 +114,15 @@ expect_bad joint_with_value_model "PPOJoint trains one network with a policy and
 expect_bad unknown_key "policy.batch_sise: unknown key" "$ctrax" train --set policy.batch_sise=3 --output-dir bad1
 expect_bad bad_value "policy.batch_size: expected an integer" "$ctrax" train --set policy.batch_size=0 --output-dir bad1
 expect_bad bad_override "--set" "$ctrax" train --set nonsense --output-dir bad1
-expect_bad cuda "no CUDA backend" "$ctrax" train --device cuda --output-dir bad1
+# --device cuda: refused with the CUDA runtime's reason in a CPU-only build or on a machine
+# without a usable GPU; with a GPU it passes and the bad batch size is refused instead.
+expect_bad cuda "--device cuda: cannot train on cuda:0: .+; the devices available are: cpu|policy.batch_size: expected" \
+  "$ctrax" train --device cuda --set policy.batch_size=0 --output-dir bad1
+expect_bad cuda_index "--device cuda:99: (cannot train on cuda:99: .+|this machine has [0-9]+ GPU)" \
+  "$ctrax" train --device cuda:99 --output-dir bad1
+expect_bad unknown_device 'unknown device "tpu" \(expected cpu, cuda or cuda:N\)' "$ctrax" train --device tpu --output-dir bad1
+expect_bad resume_cuda_index "--device cuda:99: (cannot train on cuda:99|this machine has [0-9]+ GPU)" \
+  "$ctrax" resume run1 --device cuda:99
 expect_bad not_writable "cannot create the output directory /proc/ctrax_e2e" "$ctrax" train --output-dir /proc/ctrax_e2e/run
 expect_bad agent_refuses "n_shared_layers|shared" "$ctrax" train --set value.n_shared_layers=50 --output-dir bad1
 [[ -e bad1 ]] && fail "a refused train created its output directory"

@@ -6,6 +6,9 @@
 // only then creates the run directory (tools/run_dir.h; default runs/<config name>, or
 // runs/<config name>_<k> when that holds a run already), which must not already hold a run. resume: reopens a run directory and continues from its newest
 // checkpoint; --epochs raises the total (and is written to its config.toml).
+// --device cpu|cuda|cuda:N (both commands) is where the networks train (AgentOptions::device);
+// it is not part of the run's configuration: checkpoints are device-independent, so a run may
+// be resumed on another device.
 // Ctrl-C (SIGINT) or SIGTERM stops after the current epoch, whose checkpoint is saved; a second
 // Ctrl-C kills at once (the last epoch's checkpoint is still intact: checkpoints are atomic).
 #include <unistd.h>
@@ -22,8 +25,10 @@
 
 #include <ctrax/io/atomic_file.h>
 #include <ctrax/kernels/check.h>
+#include <ctrax/kernels/cuda/runtime.h>
 #include <ctrax/kernels/parallel.h>
 #include <ctrax/optim/metrics_tensorboard.h>
+#include <ctrax/tensor/device.h>
 
 #include "../config.h"
 #include "../gnuplot.h"
@@ -130,13 +135,22 @@ int train_until_done(const RunConfig& config, const fs::path& dir, int64_t total
   return 0;
 }
 
-void set_device_and_threads(const std::string& device, const std::optional<int>& threads) {
-  CTRAX_REQUIRE(device == "cpu", "--device ", device,
-                ": this build of ctrax has no CUDA backend; the devices available are: cpu");
+// The device of --device, refused (before anything is read or created) when this build or this
+// machine cannot use it; sets the CPU threads.
+Device device_and_threads(const std::string& text, const std::optional<int>& threads) {
+  const Device device = parse_device(text);  // "cpu", "cuda" or "cuda:N"; else a clear error
+  if (device.is_cuda()) {
+    CTRAX_REQUIRE(kernels::cuda::available(), "--device ", text, ": cannot train on ", device, ": ",
+                  kernels::cuda::unavailable_reason(), "; the devices available are: cpu");
+    const int count = kernels::cuda::device_count();
+    CTRAX_REQUIRE(device.index < count, "--device ", text, ": this machine has ", count,
+                  " GPU(s), cuda:0 to cuda:", count - 1);
+  }
   if (threads) {
     CTRAX_REQUIRE(*threads >= 1, "--threads must be >= 1, got ", *threads);
     kernels::set_num_threads(*threads);
   }
+  return device;
 }
 
 struct TrainArgs {
@@ -149,14 +163,15 @@ struct TrainArgs {
 };
 
 int train(TrainArgs args) {
-  set_device_and_threads(args.device, args.threads);
+  const Device device = device_and_threads(args.device, args.threads);
   const bool embedded = args.config.empty();
   toml::table table = embedded ? parse_config_text(kDefaultConfig, "the default configuration (PPO on CartPole-v1)")
                                : parse_config_file(args.config);
   if (args.seed) args.overrides.push_back("seed=" + std::to_string(*args.seed));
   if (args.epochs) args.overrides.push_back("epochs=" + std::to_string(*args.epochs));
   apply_overrides(table, args.overrides);
-  const RunConfig config = read_run_config(std::move(table), embedded ? "default configuration" : args.config);
+  RunConfig config = read_run_config(std::move(table), embedded ? "default configuration" : args.config);
+  config.agent.device = device;
   fs::path dir(args.output_dir);
   if (dir.empty()) {
     // runs/<config name>, or the first of runs/<name>_2, _3, ... that holds no run: training
@@ -178,9 +193,10 @@ int train(TrainArgs args) {
 
 int resume(const std::string& run_dir, std::optional<int64_t> epochs, const std::string& device,
            std::optional<int> threads) {
-  set_device_and_threads(device, threads);
+  const Device on = device_and_threads(device, threads);
   const fs::path dir(run_dir);
   RunConfig config = open_run_directory(dir);
+  config.agent.device = on;
   CTRAX_REQUIRE(fs::exists(dir / "checkpoints"), run_dir, " holds no checkpoint to resume from");
   if (epochs) {
     CTRAX_REQUIRE(*epochs >= 1, "--epochs must be >= 1, got ", *epochs);
@@ -199,7 +215,7 @@ void add_train_commands(CLI::App& app, int& status) {
   train_cmd->add_option("config", args->config, "the run configuration (TOML); default: the embedded PPO CartPole");
   train_cmd->add_option("--set", args->overrides, "override a key: --set policy.batch_size=32 (repeatable)");
   train_cmd->add_option("--output-dir", args->output_dir, "the run directory (default runs/<config name>[_k], a new one)");
-  train_cmd->add_option("--device", args->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  train_cmd->add_option("--device", args->device, "where the networks train: cpu, cuda or cuda:N (default cpu)");
   train_cmd->add_option("--seed", args->seed, "the run's seed (same as --set seed=N)");
   train_cmd->add_option("--epochs", args->epochs, "the number of epochs (same as --set epochs=N)");
   train_cmd->add_option("--threads", args->threads, "CPU threads (default: all; or CTRAX_NUM_THREADS)");
@@ -213,7 +229,7 @@ void add_train_commands(CLI::App& app, int& status) {
       app.add_subcommand("resume", "continue a run from its newest checkpoint (after Ctrl-C, or to train longer)");
   resume_cmd->add_option("run_dir", *run_dir, "the run directory that `ctrax train` wrote")->required();
   resume_cmd->add_option("--epochs", *epochs, "the new total number of epochs (default: the run's)");
-  resume_cmd->add_option("--device", *device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  resume_cmd->add_option("--device", *device, "where the networks train: cpu, cuda or cuda:N (default cpu)");
   resume_cmd->add_option("--threads", *threads, "CPU threads (default: all; or CTRAX_NUM_THREADS)");
   resume_cmd->callback([=, &status] { status = resume(*run_dir, *epochs, *device, *threads); });
 }
