@@ -4,10 +4,7 @@
 // A standalone program (no Google Benchmark: GPU timing needs events on ctrax's stream, not host
 // clocks). For each size it first checks every version against cuBLAS (version 0) and reports
 // the error, so a fast wrong kernel cannot go unnoticed; then, per version, one warm-up run and
-// a median over repeated timed runs. Before each timed run a buffer of more than twice the L2
-// cache is overwritten, so no run finds the previous run's operands in L2: the numbers are for
-// operands coming from HBM, as in a training step where the GEMM's inputs were just produced
-// by other kernels.
+// a median over repeated timed runs, with L2 flushed before each (cuda_bench_util.h).
 //
 // Usage: bench_cuda_gemm [--out results.md] [--sizes 128,256,...] [--repeats N] [--versions 0,5,6]
 // Exits with status 2 and a message when there is no GPU.
@@ -28,24 +25,15 @@
 #include <ctrax/kernels/cuda/gemm.h>
 #include <ctrax/kernels/cuda/runtime.h>
 
+#include "cuda_bench_util.h"
+
 namespace {
 
 namespace kc = ctrax::kernels::cuda;
-
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    std::fprintf(stderr, "bench_cuda_gemm: %s failed: %s\n", what, cudaGetErrorString(status));
-    std::exit(1);
-  }
-}
-
-std::vector<int64_t> parse_list(const std::string& text) {
-  std::vector<int64_t> values;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) values.push_back(std::stoll(item));
-  return values;
-}
+using ctrax::bench_cuda::DeviceFloats;
+using ctrax::bench_cuda::format;
+using ctrax::bench_cuda::parse_list;
+using ctrax::bench_cuda::random_floats;
 
 struct Options {
   std::string out;
@@ -74,35 +62,6 @@ Options parse_options(int argc, char** argv) {
   return options;
 }
 
-class DeviceFloats {
- public:
-  explicit DeviceFloats(size_t count) : bytes_(count * sizeof(float)), device_(kc::current_device()) {
-    data_ = static_cast<float*>(kc::allocate(bytes_, device_));
-  }
-  DeviceFloats(const DeviceFloats&) = delete;
-  DeviceFloats& operator=(const DeviceFloats&) = delete;
-  ~DeviceFloats() { kc::deallocate(data_, bytes_, device_); }
-  float* get() const { return data_; }
-  size_t bytes() const { return bytes_; }
-
- private:
-  size_t bytes_;
-  int device_;
-  float* data_ = nullptr;
-};
-
-// Uniform values in [-1, 1) from a 64-bit LCG: fast enough for 8192^2 operands, and the
-// values only need to be generic (no structure a kernel could get right by accident).
-std::vector<float> random_floats(size_t count, uint64_t seed) {
-  std::vector<float> v(count);
-  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (float& x : v) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    x = static_cast<float>(static_cast<double>(state >> 11) * (2.0 / 9007199254740992.0) - 1.0);
-  }
-  return v;
-}
-
 // max |C - C_ref| / max |C_ref|: relative to the scale of the result, since single elements
 // near zero would make an elementwise ratio meaningless.
 double max_relative_error(const std::vector<float>& got, const std::vector<float>& want) {
@@ -122,50 +81,20 @@ struct Timing {
   double max_rel_error = 0.0;
 };
 
-struct Bench {
-  cudaStream_t stream;
-  cudaEvent_t start, stop;
-  DeviceFloats& flush;
+void run_sgemm(int version, int64_t n, const DeviceFloats& a, const DeviceFloats& b, const DeviceFloats& c) {
+  kc::sgemm(version, false, false, n, n, n, 1.0f, a.get(), n, b.get(), n, 0.0f, c.get(), n);
+}
 
-  void run(int version, int64_t n, const DeviceFloats& a, const DeviceFloats& b, const DeviceFloats& c) const {
-    kc::sgemm(version, false, false, n, n, n, 1.0f, a.get(), n, b.get(), n, 0.0f, c.get(), n);
+Timing time_version(ctrax::bench_cuda::EventTimer& timer, int version, int64_t n, int repeats, const DeviceFloats& a,
+                    const DeviceFloats& b, const DeviceFloats& c) {
+  Timing timing;
+  try {
+    timing.seconds = timer.median_seconds([&] { run_sgemm(version, n, a, b, c); }, repeats);
+    timing.ok = true;
+  } catch (const ctrax::Error& e) {
+    timing.error = e.what();
   }
-
-  float time_once(int version, int64_t n, const DeviceFloats& a, const DeviceFloats& b, const DeviceFloats& c) {
-    check(cudaMemsetAsync(flush.get(), 0, flush.bytes(), stream), "cudaMemsetAsync (L2 flush)");
-    check(cudaEventRecord(start, stream), "cudaEventRecord");
-    run(version, n, a, b, c);
-    check(cudaEventRecord(stop, stream), "cudaEventRecord");
-    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
-    float ms = 0.0f;
-    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    return ms;
-  }
-
-  // One warm-up (also the first timing), then up to `repeats` timed runs, fewer when a run is
-  // slow (about 3 s per version and size at most, but never fewer than 3 runs).
-  Timing time_version(int version, int64_t n, int repeats, const DeviceFloats& a, const DeviceFloats& b,
-                      const DeviceFloats& c) {
-    Timing timing;
-    try {
-      const float warm_ms = time_once(version, n, a, b, c);
-      const int runs = std::max(3, std::min(repeats, static_cast<int>(3000.0 / std::max(warm_ms, 1e-3f))));
-      std::vector<float> ms;
-      for (int r = 0; r < runs; ++r) ms.push_back(time_once(version, n, a, b, c));
-      std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-      timing.seconds = ms[ms.size() / 2] * 1e-3;
-      timing.ok = true;
-    } catch (const ctrax::Error& e) {
-      timing.error = e.what();
-    }
-    return timing;
-  }
-};
-
-std::string format(const char* fmt, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), fmt, value);
-  return buffer;
+  return timing;
 }
 
 }  // namespace
@@ -179,25 +108,13 @@ int main(int argc, char** argv) {
   }
   try {
     const int device = kc::current_device();
-    cudaDeviceProp props{};
-    check(cudaGetDeviceProperties(&props, device), "cudaGetDeviceProperties");
-    int driver = 0, runtime = 0;
-    check(cudaDriverGetVersion(&driver), "cudaDriverGetVersion");
-    check(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion");
-
-    const size_t l2 = static_cast<size_t>(std::max(props.l2CacheSize, 1 << 20));
-    DeviceFloats flush((3 * l2) / sizeof(float));  // > 2x L2
-    Bench bench{static_cast<cudaStream_t>(kc::current_stream()), nullptr, nullptr, flush};
-    check(cudaEventCreate(&bench.start), "cudaEventCreate");
-    check(cudaEventCreate(&bench.stop), "cudaEventCreate");
+    ctrax::bench_cuda::EventTimer timer;
 
     std::ostringstream out;
     out << "# CUDA SGEMM versions vs cuBLAS\n\n";
-    out << "Device: " << props.name << " (sm_" << props.major << props.minor << ", " << props.multiProcessorCount
-        << " SMs, L2 " << (props.l2CacheSize >> 20) << " MiB). Driver " << driver / 1000 << "." << (driver % 1000) / 10
-        << ", runtime " << runtime / 1000 << "." << (runtime % 1000) / 10 << ".\n\n";
+    out << ctrax::bench_cuda::describe_device(device) << "\n\n";
     out << "C = A * B, square, row-major, float32 (version 7: TF32 inputs), beta = 0. Median of up to "
-        << options.repeats << " runs after a warm-up, L2 flushed before each run (" << (3 * l2 >> 20)
+        << options.repeats << " runs after a warm-up, L2 flushed before each run (" << (timer.flush_bytes() >> 20)
         << " MiB memset). Cell: GFLOP/s (% of cuBLAS). Error: max|C - C_cublas| / max|C_cublas|.\n\n";
     std::printf("%s", out.str().c_str());
     std::fflush(stdout);
@@ -210,16 +127,16 @@ int main(int argc, char** argv) {
       DeviceFloats a(count), b(count), c(count), c_ref(count);
       kc::copy_host_to_device(a.get(), random_floats(count, 2 * n).data(), a.bytes(), device);
       kc::copy_host_to_device(b.get(), random_floats(count, 2 * n + 1).data(), b.bytes(), device);
-      bench.run(kc::kSgemmCublas, n, a, b, c_ref);
+      run_sgemm(kc::kSgemmCublas, n, a, b, c_ref);
       std::vector<float> want(count), got(count);
       kc::copy_device_to_host(want.data(), c_ref.get(), c_ref.bytes(), device);
       for (size_t v = 0; v < options.versions.size(); ++v) {
         const int version = static_cast<int>(options.versions[v]);
         Timing& t = results[v][s];
         try {
-          bench.run(version, n, a, b, c);
+          run_sgemm(version, n, a, b, c);
           kc::copy_device_to_host(got.data(), c.get(), c.bytes(), device);
-          t = bench.time_version(version, n, options.repeats, a, b, c);
+          t = time_version(timer, version, n, options.repeats, a, b, c);
           t.max_rel_error = max_relative_error(got, want);
         } catch (const ctrax::Error& e) {
           t.ok = false;
@@ -291,8 +208,6 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
-    cudaEventDestroy(bench.start);
-    cudaEventDestroy(bench.stop);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cuda_gemm: %s\n", e.what());
     return 1;

@@ -17,12 +17,17 @@ summary=()
 { nvidia-smi || echo "nvidia-smi failed"; nvcc --version; } >"$out/machine.txt" 2>&1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1 | tee "$out/gpu.txt"
 
-# Release, tests and benchmarks, Hopper (sm_90) code; examples and tools are not needed here.
+# The standalone GPU benchmarks (bench/bench_cuda_*.cpp), each writing a markdown table.
+benches=()
+for source in bench/bench_cuda_*.cpp; do benches+=("$(basename "$source" .cpp)"); done
+
+# Release, tests, benchmarks and the ctrax command (for the PPO step GPU vs CPU), Hopper (sm_90)
+# code; examples are not needed here.
 start=$SECONDS
 if cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCTRAX_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-     -DCTRAX_BUILD_TESTS=ON -DCTRAX_BUILD_BENCHMARKS=ON -DCTRAX_BUILD_EXAMPLES=OFF -DCTRAX_BUILD_TOOLS=OFF \
+     -DCTRAX_BUILD_TESTS=ON -DCTRAX_BUILD_BENCHMARKS=ON -DCTRAX_BUILD_EXAMPLES=OFF -DCTRAX_BUILD_TOOLS=ON \
      >"$out/configure.log" 2>&1 &&
-   cmake --build "$build" --parallel "$jobs" --target ctrax_gpu_tests bench_cuda_gemm >"$out/build.log" 2>&1; then
+   cmake --build "$build" --parallel "$jobs" --target ctrax_gpu_tests "${benches[@]}" ctrax_command >"$out/build.log" 2>&1; then
   summary+=("build: ok ($((SECONDS - start)) s)")
 else
   summary+=("build: FAILED ($((SECONDS - start)) s); see build.log")
@@ -38,11 +43,20 @@ rc=$?
 summary+=("ctest -L gpu: exit $rc ($((SECONDS - start)) s): $(grep -E 'tests passed|tests failed' "$out/ctest_gpu.log" | tail -1)")
 grep -E "Failed|Not Run|\*\*\*" "$out/ctest_gpu.log" | head -30
 
-# The GEMM benchmark against cuBLAS (checks results before timing).
-start=$SECONDS
-"$build/bench/bench_cuda_gemm" --out "$out/cuda_gemm.md" >"$out/bench_cuda_gemm.log" 2>&1
-summary+=("bench_cuda_gemm: exit $? ($((SECONDS - start)) s)")
+# The benchmarks (each checks its results before timing).
+for bench in "${benches[@]}"; do
+  start=$SECONDS
+  timeout 240 "$build/bench/$bench" --out "$out/${bench#bench_}.md" >"$out/$bench.log" 2>&1
+  summary+=("$bench: exit $? ($((SECONDS - start)) s)")
+done
+
+# A PPO training step on the GPU against the CPU (bench/run_cuda_ppo.sh), if present.
+if [[ -f bench/run_cuda_ppo.sh ]]; then
+  start=$SECONDS
+  timeout 240 bash bench/run_cuda_ppo.sh "$build/tools/ctrax" "$out/cuda_ppo.md" >"$out/cuda_ppo.log" 2>&1
+  summary+=("run_cuda_ppo.sh: exit $? ($((SECONDS - start)) s)")
+fi
 
 echo
-[[ -f "$out/cuda_gemm.md" ]] && cat "$out/cuda_gemm.md"
+for table in "$out"/*.md; do [[ -f "$table" ]] && cat "$table"; done
 printf '%s\n' "${summary[@]}"
