@@ -4,6 +4,8 @@
 // test in test_op_gradients.cpp runs every entry through gradcheck (float64 central
 // differences against autodiff) and fails when an op that tensor/op_list.h marks
 // differentiable has no entry, so an op added without a gradient check fails the suite.
+// tests/cuda/test_cuda_gradients.cpp runs the same table on a GPU against the CPU, so f must
+// not mix devices: a constant it captures is moved to its inputs' device (c.to(in[0].device())).
 #pragma once
 
 #include <functional>

@@ -73,7 +73,7 @@ CTRAX_GRADIENT_CASES(index) {
       [](const std::vector<Tensor>& in) { return scatter_add(in[0], -2, in[1], in[2]); },
       {random_f64({3, 3, 4}, 14), ints({0, 2, 2, 1, 1, 1, -1, 0, 2, 0, 0, 0}, {2, 2, 3}), random_f64({2, 2, 3}, 15)});
   push("scatter_add", "x constant, gradient to src only",
-      [x = random_f64({2, 3}, 16)](const std::vector<Tensor>& in) { return square(scatter_add(x, 1, in[0], in[1])); },
+      [x = random_f64({2, 3}, 16)](const std::vector<Tensor>& in) { return square(scatter_add(x.to(in[1].device()), 1, in[0], in[1])); },
       {ints({2, 2, 0, 1, 1, 1}, {2, 3}), random_f64({2, 3}, 17)});
 
   // ---- sort: a gather with the sorting permutation. Random inputs have no ties. ----

@@ -64,7 +64,7 @@ CTRAX_GRADIENT_CASES(join) {
        },
        {random_f64({2, 6}, 21)});
   push("split", "sizes 2, 1, 3 on axis 1, only the first part used (the others get zero)",
-       [w = random_f64({3, 2}, 22)](const std::vector<Tensor>& in) { return mul(split(in[0], {2, 1, 3}, 1)[0], w); },
+       [w = random_f64({3, 2}, 22)](const std::vector<Tensor>& in) { return mul(split(in[0], {2, 1, 3}, 1)[0], w.to(in[0].device())); },
        {random_f64({3, 6}, 23)});
   push("split", "2 equal sections of a middle axis, only the last part used",
        [](const std::vector<Tensor>& in) { return square(split(in[0], 2, 1)[1]); }, {random_f64({2, 4, 3}, 24)});

@@ -98,7 +98,7 @@ CTRAX_GRADIENT_CASES(view) {
   // ---- cast: g, which the tape casts back to the input's dtype. ----
   push("cast", "float64 -> float32 -> float64, the float32 value scaled",
        [w = random_f64({2, 3}, 30).to(DType::float32)](const std::vector<Tensor>& in) {
-         return mul(in[0].to(DType::float32), w).to(DType::float64);
+         return mul(in[0].to(DType::float32), w.to(in[0].device())).to(DType::float64);
        },
        {random_f64({2, 3}, 31)}, through_float32());
   push("cast", "to float64 of a float32 value of a transposed view, added to the float64 input",

@@ -9,15 +9,6 @@
 
 #include "gradient_cases.h"
 
-namespace ctrax::test {
-
-std::vector<GradientCase>& gradient_case_registry() {
-  static std::vector<GradientCase> cases;
-  return cases;
-}
-
-}  // namespace ctrax::test
-
 using namespace ctrax;
 
 TEST_CASE("autograd: every differentiable op has gradient cases, and no case names an unknown op") {
