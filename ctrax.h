@@ -38,6 +38,7 @@
 #include "optim/sgd.h"
 #include "optim/trainer.h"
 #include "rl/actor_critic.h"
+#include "rl/actor_critic_joint.h"
 #include "rl/advantages.h"
 #include "rl/agent.h"
 #include "rl/cartpole_vector_env.h"
