@@ -4,6 +4,8 @@
 // is cheaper or more stable than differentiating their forward op by op, and functions
 // whose gradient should deliberately differ from the true one (straight-through estimators,
 // gradient clipping inside a graph).
+// What it is not for: ops whose ordinary gradient is wanted (every op already has one), or
+// higher-order derivatives (the backward runs unrecorded, so its result has no gradient).
 //
 //   Tensor y = custom_gradient({x, w},
 //       [](const std::vector<Tensor>& in) { return fused_forward(in[0], in[1]); },

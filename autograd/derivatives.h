@@ -5,6 +5,8 @@
 // autograd/backward/, mirroring tensor/ops/, and ends with a table of OpDerivative entries;
 // derivatives.cpp gathers the tables and checks that every op op_list.h marks differentiable
 // has exactly one entry.
+// What it is not for: user code. Differentiate with grad.h or tape.h; a backward of your own
+// goes through custom_gradient (custom.h), not a new entry here.
 //
 // The contract of a backward function (BackwardFn):
 //   - It gets the node's attributes, the shapes and dtypes of all inputs, the inputs and

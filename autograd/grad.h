@@ -18,6 +18,9 @@
 //
 // How: each call makes a GradientTape (tape.h), watches the chosen arguments' leaves, runs f,
 // and runs backward once. See autograd/README.md for the design.
+//
+// What it is not for: gradients of gradients (one tape records per thread; no nesting), or
+// gradients of intermediates and vector-Jacobian products with a given seed (GradientTape).
 #pragma once
 
 #include <cstddef>

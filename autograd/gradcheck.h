@@ -7,6 +7,7 @@
 // for every element j of every floating input. Floating inputs are converted to float64
 // first (integer and bool inputs are passed through and not checked), so the check measures
 // the formula, not float32 rounding. Cost: two evaluations of f per input element.
+// What it is not for: training or any hot path (that cost), or points at kinks (see below).
 //
 // f receives contiguous float64 copies of the inputs: to check a backward on non-contiguous
 // operands, make the views inside f (x.mT(), x.slice(0, 0, n, 2)), as the engine's own tests do.

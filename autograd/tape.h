@@ -8,6 +8,9 @@
 //   Tensor loss = mean(square(matmul(x, w) - y));
 //   std::vector<Tensor> g = tape.gradient(loss, {w});   // stops recording, runs backward
 //
+// What it is not for: the everyday weights-to-loss case, which value_and_grad (grad.h) covers
+// with less ceremony, or higher-order derivatives (see Rules).
+//
 // How it works (the full design is in autograd/README.md): a tape is a flat list of nodes,
 // one per op whose inputs include a traced value, appended in execution order. A node holds
 // the op, its attributes, the value ids of its inputs (0 for constants), their shapes and

@@ -1,5 +1,8 @@
 // Combinators: layers made of layers, with Trax's stack semantics (layers/combinators.py).
 //
+// What it is not for: layers with weights of their own (Dense and the rest: core.h, conv.h,
+// ...); a combinator's weights are only its sublayers'.
+//
 //   Serial(a, b, ...)     each sublayer pops its n_in items from the top of the stack and pushes
 //                         its n_out outputs; n_in = max_k(sum_{j<k}(n_in_j - n_out_j) + n_in_k),
 //                         n_out = n_in - sum_j(n_in_j - n_out_j). Empty: the identity on 1 item.

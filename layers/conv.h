@@ -2,6 +2,9 @@
 // 1-D inputs are [batch..., length, channels], 2-D inputs [batch..., height, width, channels].
 // Any number (>= 1) of leading batch axes is accepted; they are folded into one and restored.
 //
+// What it is not for: channels-first (NCHW) data, dilation, groups, or 3-D inputs (none of
+// them is built).
+//
 //   Conv1D(filters, k, s, padding, use_bias)
 //   Conv2D(filters, {kh, kw}, {sh, sw}, padding, use_bias)
 //       y[b, o..., f] = sum_{j..., c} x_pad[b, o*s + j ..., c] kernel[j..., c, f] + bias[f]

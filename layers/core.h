@@ -9,6 +9,9 @@
 //   Softplus;  Swish: x sigmoid(x);  Glu: a * sigmoid(b) with (a, b) the halves of the last axis.
 //   LogSoftmax, Softmax (last axis), Mean/Sum(axis, keepdims), ArgMax(axis), Negate,
 //   StopGradient, Flatten(n_axes_to_keep = 1).
+//
+// What it is not for: losses and metrics (metrics.h), convolutions (conv.h), normalisation
+// (normalization.h) or layers made of layers (combinators.h).
 #pragma once
 
 #include <string>

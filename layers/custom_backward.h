@@ -5,6 +5,8 @@
 // gradients of the inputs and of the weights (a Tree of the weights' structure; undefined leaves
 // and undefined input gradients mean zero). For fused layers whose hand-written backward is
 // cheaper or more stable, and for deliberate estimators (straight-through).
+// What it is not for: a function of tensors without weights (custom_gradient, autograd/custom.h
+// is simpler), or layers whose true gradient autodiff already gives.
 #pragma once
 
 #include <functional>

@@ -11,6 +11,9 @@
 //       Mode::train: y = x * keep / (1 - rate), keep ~ Bernoulli(1 - rate) per element, drawn from the rng
 //       passed to apply (the same key gives the same mask); E[y] = x. Every other mode: y = x.
 //       rate in [0, 1); rate 1 would divide by zero and zero the signal, so it is rejected.
+//
+// What it is not for: sparse updates (the table's gradient is a dense tensor of the table's
+// shape), or float ids (cast them to an integer dtype first).
 #pragma once
 
 #include <cstdint>

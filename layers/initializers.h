@@ -6,6 +6,9 @@
 //   he (Kaiming):     variance 2 / fan_in               uniform limit sqrt(6 / fan_in)
 //   lecun:            variance 1 / fan_in               uniform limit sqrt(3 / fan_in)
 // The normal variants draw N(0, variance) (untruncated).
+//
+// What it is not for: truncated normals (none is built) or data-dependent schemes (LSUV and
+// the like): an initializer sees only (rng, shape, dtype).
 #pragma once
 
 #include <functional>

@@ -6,6 +6,8 @@
 // over explicit weight and state trees (tensor/tree.h), so value_and_grad (autograd/grad.h)
 // differentiates it with respect to the weights. init(input_signature, rng) makes the weights
 // and state with shapes inferred from the inputs; output_signature infers without training.
+// What it is not for: holding trained weights (they live in the trees passed to apply) or the
+// concrete layers (core.h, combinators.h and their neighbours).
 //
 // Stack semantics (Trax, layers/base.py): one item is a bare tensor and several are a tuple; in
 // C++ the items are always a Stack (std::vector<Tensor>), top of the stack first, and the

@@ -20,6 +20,9 @@
 //                                        the lowest index. Not differentiable: computed as a constant.
 //   WeightedSum()                        (x, w): sum(x w).
 //
+// What it is not for: the RL losses (rl/losses.h), or averages over many batches (each call
+// gives one batch's value).
+//
 // Weights: Trax gives weights the targets' shape (one per example, or per element for L2Loss,
 // SmoothL1Loss and BinaryCrossEntropy). Here they may be any shape that broadcasts to that
 // per-example loss shape without enlarging it (e.g. [B, 1] against [B, T], or a scalar);

@@ -1,5 +1,8 @@
 // Model builders (Trax's models/mlp.py and models/rl.py).
 //
+// What it is not for: the action distributions (rl/distributions.h) or sequence models
+// (Trax's Transformer and LSTM models are not built).
+//
 //   MLP(widths, activation, out_activation): Dense(w) and an activation for each width; the last
 //   Dense has the activation only if out_activation. Unlike Trax's MLP it does not flatten its input
 //   (it acts on the last axis, so an RL body can take [batch, time, features]); put Flatten() in

@@ -12,6 +12,9 @@
 // used, its parameters counted once); the label is the layer's name and its index in its parent.
 // The summary runs init (with a fixed key) and one forward pass on zeros, recording nothing; the
 // model's own weights are left as they were. operator<< prints the structure alone.
+//
+// What it is not for: profiling (no timings or memory figures) or saving a model (it is text
+// for people; checkpoints are in io/).
 #pragma once
 
 #include <ostream>

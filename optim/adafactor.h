@@ -12,6 +12,9 @@
 // Slots: factored [r, c] (shapes w.shape[:-1] and w.shape[:-2] + w.shape[-1:]) or [v], then
 // [m] with momentum. It needs rms(w), the row and column means and rms(y) before it can write
 // the weight, so an update makes three passes over a weight instead of the others' one.
+//
+// What it is not for: GPU weights (its factored moments have no CUDA kernel; update refuses
+// them with ctrax::Error).
 #pragma once
 
 #include <optional>

@@ -9,6 +9,9 @@
 // AdamW (Loshchilov and Hutter; PyTorch's torch.optim.AdamW):
 //   w' = (1 - lr weight_decay) w - lr m^ / (sqrt(v^) + eps)
 //   PyTorch's defaults: lr 1e-3, b1 0.9, b2 0.999, eps 1e-8, weight_decay 0.01.
+//
+// What it is not for: AMSGrad, or L2 regularisation through the gradient (both decays here
+// act on the weight directly).
 #pragma once
 
 #include <optional>

@@ -5,6 +5,9 @@
 // The weight decay is decoupled (it does not go through the velocity) and, as in Trax, is not
 // scaled by the learning rate. With weight_decay_rate = 0 this is PyTorch's SGD with momentum
 // (dampening 0), Nesterov or not. Slot: [velocity], starting at zero.
+//
+// What it is not for: PyTorch's dampening or its coupled weight decay (added to the gradient);
+// neither is built.
 #pragma once
 
 #include <optional>

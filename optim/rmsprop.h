@@ -3,6 +3,8 @@
 //   a' = gamma a + (1 - gamma) g^2,   w' = w - lr g / (sqrt(a') + eps)
 // Slot: [a], starting at initial_mean_square: Trax starts it at 1 (the default here), PyTorch's
 // torch.optim.RMSprop at 0 (set initial_mean_square = 0 to match it; gamma is its alpha).
+//
+// What it is not for: PyTorch's centered or momentum variants, or weight decay (none is built).
 #pragma once
 
 #include <optional>

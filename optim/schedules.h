@@ -5,6 +5,8 @@
 // ones Trax ships (supervised/lr_schedules.py) and the linear annealing PPO configurations use.
 // Steps count from 0, as Trax's Trainer counts them: with a linear warm-up the first step's
 // learning rate is 0.
+// What it is not for: rates that react to the loss (no reduce-on-plateau): a schedule sees
+// only the step.
 //
 // Every factory validates its arguments and throws ctrax::Error naming the argument, the rule
 // and the value.

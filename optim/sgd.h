@@ -1,6 +1,7 @@
 // Plain stochastic gradient descent: w -= lr * g (Trax's SGD, optimizers/base.py).
 //
 // What it is for: the simplest baseline and a reference for the other optimizers. No slots.
+// What it is not for: momentum (momentum.h) or weight decay (Momentum, Adam: weight_decay_rate).
 #pragma once
 
 #include <optional>

@@ -2,8 +2,8 @@
 // ActorCriticAgent and its algorithms A2C, PPO, AWR and SamplingAWR.
 //
 // What it is for: training a policy with advantages A_t = G_t - V(o_t) from a learned value
-// network, or with V(o_t) estimated from a learned Q-network (q_value, below). What it is not
-// for: one network with two heads (rl/actor_critic_joint.h).
+// network, or with V(o_t) estimated from a learned Q-network (q_value, below).
+// What it is not for: one network with two heads (rl/actor_critic_joint.h).
 //
 // Value training (Trax's value_batches_stream). A value batch is value_batch_size slices of
 // max_slice_length + 1 entries from every stored (replay) epoch, with margin 1: the extra entry

@@ -11,6 +11,9 @@
 // terminated). After either, the caller must reset() before stepping again; stepping
 // a finished episode throws ctrax::Error.
 //
+// What it is not for: rendering to a window (issue-tracked separately), or Gymnasium's info
+// dictionaries (the few facts ctrax needs have fields instead).
+//
 // Built-in environments (rl/envs/, make_env below) have the dynamics of Gymnasium's exactly:
 // the same constants, integrator, observation, reward, termination, truncation and reset
 // distribution, checked step by step against recordings of Gymnasium (tests/fixtures/). Their
@@ -34,9 +37,6 @@
 // restore_checkpoint_state (examples/custom_env.cpp). TimeLimit (rl/time_limit.h) truncates
 // episodes; the wrappers of rl/wrappers.h add normalisation, action clipping and rescaling and
 // episode statistics to any Env. For many copies stepped at once see rl/vector_env.h.
-//
-// What it is not for: rendering to a window (issue-tracked separately), or Gymnasium's info
-// dictionaries (the few facts ctrax needs have fields instead).
 #pragma once
 
 #include <cstdint>

@@ -2,9 +2,9 @@
 //
 // What it is for: describing an environment's observations and actions, so that trainers pick
 // a distribution (rl/distributions.h: Discrete -> Categorical, Box -> Gaussian), random
-// policies sample actions, and environments check the actions they are given. What it is not
-// for: Gymnasium's composite spaces (Dict, Tuple, Sequence, Graph) or Text; ctrax's built-in
-// environments and trainers need none of them.
+// policies sample actions, and environments check the actions they are given.
+// What it is not for: Gymnasium's composite spaces (Dict, Tuple, Sequence, Graph) or Text;
+// ctrax's built-in environments and trainers need none of them.
 //
 //   Discrete(n)            integers {0, ..., n - 1}; a sample is an int64 scalar.
 //   MultiDiscrete(nvec)    integer vectors x with 0 <= x[i] < nvec[i]; int64 of shape [k].

@@ -3,6 +3,8 @@
 // What it is for: data collection (rl/task.h) runs the policy once per step over the whole
 // batch of environments, never once per environment; a VectorEnv gives it the N observations
 // as one contiguous [N, ...] tensor and takes the N actions as one tensor.
+// What it is not for: asynchronous (one process per copy) stepping; the built-in
+// environments are far cheaper to step than to ship across processes.
 //
 // Auto-reset (Gymnasium's "same-step" mode): when copy i terminates or is truncated, it is
 // reset within the same step; observations[i] is then the new episode's first observation and
@@ -28,9 +30,6 @@
 // the rest. Restoring checks everything and changes nothing when it throws ctrax::Error. The
 // defaults throw CheckpointNotSupported (rl/env.h), as does a SyncVectorEnv whose copies cannot
 // be checkpointed.
-//
-// What it is not for: asynchronous (one process per copy) stepping; the built-in
-// environments are far cheaper to step than to ship across processes.
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,9 @@
 //
 // Floating to integer truncates toward zero and saturates at the integer range; NaN becomes
 // 0 (a plain cast would be undefined behaviour). Anything to bool is (x != 0).
+//
+// What it is not for: dtype promotion (which dtype an op's result has: dtype.h) or rounding
+// to nearest (floating to integer truncates).
 #pragma once
 
 #include <cmath>

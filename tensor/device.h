@@ -1,8 +1,10 @@
 // Where a tensor's memory lives.
 //
 // What it is for: tagging every tensor with its device from the start, so that the CUDA
-// backend slots in without changing the Tensor type. Today only the CPU allocates; asking
-// for a CUDA tensor in a build or on a machine without CUDA throws ctrax::Error.
+// backend slots in without changing the Tensor type. CUDA memory comes from
+// kernels/cuda/runtime.h; asking for a CUDA tensor in a build or on a machine without CUDA
+// throws ctrax::Error.
+// What it is not for: allocating or moving memory (Storage and Tensor::to do that).
 #pragma once
 
 #include <cstdint>

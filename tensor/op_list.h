@@ -5,6 +5,7 @@
 // (autograd/) and the CUDA backend use it to check that they cover every op.
 // X(name, differentiable): differentiable ops take and give floating tensors and will get a
 // backward; the others give integer or bool results, or have no useful gradient.
+// What it is not for: the ops' signatures or semantics (tensor/ops.h documents each op).
 #pragma once
 
 #define CTRAX_FOR_EACH_OP(X)                                                                     \

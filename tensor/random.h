@@ -5,6 +5,8 @@
 // state. A Key is a plain value; each function draws from the key it is given, and new
 // independent keys come from split() and fold_in(). Reusing a key gives the same numbers
 // again, which makes experiments reproducible by construction.
+// What it is not for: cryptography (Philox is not a secure cipher), or a std-style engine
+// object (use the functions below).
 //
 // Why counter-based (Philox-4x32-10; Salmon, Moraes, Dror, Shaw, "Parallel random numbers:
 // as easy as 1, 2, 3", SC'11): the generator is a keyed bijection of a 128-bit counter, so
@@ -22,9 +24,6 @@
 //   purpose 2: fold_in (index = the folded-in 64-bit data).
 // The purpose word keeps key derivation and sampling apart: the bits of a child key never
 // reappear as sample bits of its parent.
-//
-// What it is not for: cryptography (Philox is not a secure cipher), or a std-style engine
-// object (use the functions below).
 #pragma once
 
 #include <array>

@@ -9,6 +9,9 @@
 // items in order and dict items in key order (std::map, so the order never depends on how the
 // dict was built); `paths()` names each leaf like "0/encoder/kernel" for error messages and
 // checkpoints. Copying a Tree copies tensor handles, never tensor data.
+//
+// What it is not for: values other than tensors (a scalar goes in as a rank-0 tensor), or
+// model structure (layers/layer.h); a Tree is data only.
 #pragma once
 
 #include <cstddef>

@@ -4,6 +4,8 @@
 // What it is for: one definition of "linear index -> offset in a strided view" (the CUDA
 // counterpart of tensor/strided_loop.h) and of the dtype conversion of tensor/convert.h, so
 // that every kernel agrees with the CPU reference.
+// What it is not for: host code or users (device functions, included only by the .cu files),
+// or argument checks (the launchers' callers check before any kernel runs).
 #pragma once
 
 #include <cstdint>

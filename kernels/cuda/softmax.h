@@ -6,6 +6,8 @@
 // y_i = T(double(x_i - m) - log s). A row of all -inf or one with +inf or NaN becomes NaN, as
 // on the CPU. The caller moves the softmax axis innermost and converts integer inputs to
 // float32 first.
+// What it is not for: strided rows or another axis (the tensor layer makes the rows
+// contiguous first), or cuDNN's softmax (kernels/cuda/cudnn.h, chosen in backend.h).
 #pragma once
 
 #include <cstdint>

@@ -18,6 +18,9 @@
 // Threads split C into column (or row) ranges aligned to NR (MR). The k blocking and the tile
 // grid are the same for every split, and each tile's k loop is fixed, so the result is
 // bitwise independent of the thread count. Work below a threshold stays on the caller.
+//
+// What it is not for: choosing the backend or checking arguments (kernels/gemm.h does both),
+// or the arithmetic of a tile (the micro-kernels, microkernel.h).
 #pragma once
 
 #include "microkernel.h"

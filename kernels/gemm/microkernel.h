@@ -14,6 +14,9 @@
 //     B(p, j) = b[p * b_stride + j]       a packed panel (b_stride = NR), or B read in place
 // Rows i >= m of A and columns j >= n of B are never read, so panels need no zero padding and
 // in-place operands may end exactly at the edge of their allocation.
+//
+// What it is not for: blocking, packing or threading (driver.h, pack.h): a micro-kernel sees
+// one tile and its k loop, nothing more.
 #pragma once
 
 #include <ctrax/kernels/gemm.h>

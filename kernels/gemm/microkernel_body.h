@@ -19,6 +19,9 @@
 //
 // Maths per element, in this order: acc = fma(A(i,p), B(p,j), acc) for p = 0..k-1 from acc = 0,
 // then C = alpha * acc (beta == 0) or C = fma(alpha, acc, beta * C).
+//
+// What it is not for: inclusion anywhere but a microkernel_<n>_<isa>.cpp (it needs that file's
+// Vec and -m flags), or C with at most kNarrowMaxCols columns (narrow_body.h).
 
 template <class Vec, int M, int NV, bool kRowsA>
 void tile_kernel(const TileArgs<typename Vec::T>& t) {

@@ -19,6 +19,9 @@
 // reduce_add4, four at once by the same tree) sums the W lanes by a fixed halving tree
 // (lane l + lane l + W/2, and so on), then C = alpha * s (beta == 0: C is not read) or
 // alpha * s + beta * C.
+//
+// What it is not for: wider C (the register tiles of microkernel_body.h), or inclusion
+// anywhere but a microkernel_<n>_<isa>.cpp.
 
 template <class Vec, int R, int N>
 void narrow_dot_rows(const NarrowArgs<typename Vec::T>& t, int64_t i0) {

@@ -4,6 +4,8 @@
 // OpenBLAS). Without it available() is false and the gemm entry points throw ctrax::Error.
 // OpenBLAS's own thread count follows ctrax's num_threads(), so "2 threads" means the same
 // thing for both backends in benchmarks.
+// What it is not for: BLAS routines other than ?gemm, or choosing the backend (kernels/gemm.h,
+// CTRAX_GEMM_BACKEND).
 #pragma once
 
 #include <cstdint>

@@ -8,6 +8,9 @@
 //
 // Also the place where transposes disappear: op(A) = A^T and op(B) = B^T are resolved while
 // copying, so the kernels only ever see the one layout.
+//
+// What it is not for: deciding whether to pack (driver.h reads small operands in place) or
+// the narrow path (narrow_body.h), which reads A in place and uses no panels.
 #pragma once
 
 #include <cstddef>

@@ -3,9 +3,9 @@
 //
 // What it is for: CartPole, Acrobot, MountainCar, MountainCarContinuous and Pendulum derive from
 // ClassicControlEnv and supply only their dynamics (a free function over plain doubles in each
-// header, shared with the batched implementations) and their reset distribution. What it is not
-// for: user environments (derive from Env directly; examples/custom_env.cpp), or time limits
-// (TimeLimit, rl/time_limit.h, which make_env applies).
+// header, shared with the batched implementations) and their reset distribution.
+// What it is not for: user environments (derive from Env directly; examples/custom_env.cpp),
+// or time limits (TimeLimit, rl/time_limit.h, which make_env applies).
 //
 // Seeding: reset(seed) makes the environment's key Key(seed) and restarts its episode count;
 // every reset then draws its initial state from fold_in(key, episode), episode = 0, 1, 2, ...
