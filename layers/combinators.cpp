@@ -164,7 +164,9 @@ class ScanLayer final : public Layer {
       step[i].shape.erase(normalize_axis(axis_, step[i].shape.rank(), "Scan"));
     }
     auto [w, s] = Layer::init_in_pass(*sublayers()[0], step, rng, pass, item_label(*sublayers()[0], 0));
-    return {Tree{std::move(w)}, Tree{std::move(s)}};
+    // Tree::List{...}, not Tree{w}: a braced Tree of one Tree is a one-item list under GCC but a
+    // copy under clang 14 (the compilers differ on CWG 2137), and Scan's trees are one-item lists.
+    return {Tree(Tree::List{std::move(w)}), Tree(Tree::List{std::move(s)})};
   }
 
   LayerResult forward(const Stack& inputs, const Tree& weights, const Tree& state, Key rng, Mode mode,
@@ -203,7 +205,7 @@ class ScanLayer final : public Layer {
       out.push_back(stack(ys[j], axis_ < 0 ? axis_ + rank : axis_));
     }
     out.insert(out.end(), carry.begin(), carry.end());
-    return {std::move(out), Tree{std::move(step_state)}};
+    return {std::move(out), Tree(Tree::List{std::move(step_state)})};
   }
 
  private:

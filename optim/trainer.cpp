@@ -252,7 +252,10 @@ Metrics Trainer::train_step(const Batch& batch, bool with_metrics) {
   const double learning_rate = options_.lr_schedule(step_);
   CTRAX_REQUIRE(std::isfinite(learning_rate) && learning_rate >= 0, "Trainer: the learning-rate schedule gave ",
                 learning_rate, " at step ", step_, "; it must be finite and >= 0");
-  auto [next_rng, step_key] = split(rng_);
+  // Named variables, not a structured binding: the lambda below captures step_key (clang < 16
+  // cannot capture bindings).
+  const std::pair<Key, Key> keys = split(rng_);
+  const Key next_rng = keys.first, step_key = keys.second;
   const Layer& model = *options_.model;
   const Layer& loss_layer = *options_.loss;
   // Aux carries the model's outputs (for the metrics) and its new state, undifferentiated.

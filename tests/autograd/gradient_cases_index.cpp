@@ -108,7 +108,9 @@ TEST_CASE("autograd: topk indices are an int64 constant and cannot be differenti
   const Tensor x = random_tensor({3, 4}, DType::float64, 30);
   GradientTape tape;
   const Tensor w = tape.watch(x);
-  auto [values, indices] = topk(w, 2, -1, true);
+  const auto top = topk(w, 2, -1, true);  // not a structured binding: a lambda captures indices
+  const Tensor& values = top.first;
+  const Tensor& indices = top.second;
   CHECK(indices.dtype() == DType::int64);
   CHECK(values.trace_tape() != 0);
   CHECK(indices.trace_tape() == 0);  // untraced: a constant to every tape

@@ -46,7 +46,9 @@ TEST_CASE("autograd: gradcheck of every differentiable op") {
     CHECK(r.ok);
   }
   // "Several shapes each": at least two cases per op.
-  for (const auto& [op, n] : per_op) {
+  for (const auto& op_count : per_op) {
+    const std::string& op = op_count.first;
+    const int n = op_count.second;
     INFO("op " << op << " has only " << n << " gradient case");
     CHECK(n >= 2);
   }

@@ -191,7 +191,9 @@ void check_function(const std::string& name) {
                 spec.at("output").at("values").get<std::vector<double>>());
   const nlohmann::json& grads = spec.at("grads");
   CHECK(grads.size() == floats.size());
-  for (const auto& [key, g] : result.grad) {
+  for (const auto& entry : result.grad) {
+    const std::string& key = entry.first;
+    const Tensor& g = entry.second;
     REQUIRE_MESSAGE(grads.contains(key), "the fixture has no gradient for input " << key);
     check_matches(name + ": d/d" + key, g, shapes.at(key), grads.at(key).get<std::vector<double>>());
   }

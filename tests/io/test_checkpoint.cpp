@@ -56,7 +56,9 @@ bool same_tensor(const Tensor& a, const Tensor& b) {
 
 void check_same_tensors(const std::map<std::string, Tensor>& actual, const std::map<std::string, Tensor>& expected) {
   REQUIRE(actual.size() == expected.size());
-  for (const auto& [name, t] : expected) {
+  for (const auto& entry : expected) {
+    const std::string& name = entry.first;
+    const Tensor& t = entry.second;
     INFO("tensor ", name);
     REQUIRE(actual.count(name) == 1);
     CHECK(same_tensor(actual.at(name), t));
@@ -344,7 +346,8 @@ namespace {
 // Sets every element of every tensor to `step` (bools to step % 2), with plain loops: the
 // forked writer must not use the thread pool, whose threads do not exist in a child process.
 void fill_with_step(std::map<std::string, Tensor>& tensors, int64_t step) {
-  for (auto& [name, t] : tensors) {
+  for (auto& entry : tensors) {
+    Tensor& t = entry.second;
     dispatch_dtype(t.dtype(), [&](auto tag) {
       using T = decltype(tag);
       T* p = static_cast<T*>(t.raw_data());
@@ -356,7 +359,8 @@ void fill_with_step(std::map<std::string, Tensor>& tensors, int64_t step) {
 
 // True when every element of every tensor equals what fill_with_step(step) wrote.
 bool filled_with_step(const std::map<std::string, Tensor>& tensors, int64_t step) {
-  for (const auto& [name, t] : tensors) {
+  for (const auto& entry : tensors) {
+    const Tensor& t = entry.second;
     const bool ok = dispatch_dtype(t.dtype(), [&](auto tag) {
       using T = decltype(tag);
       const T* p = static_cast<const T*>(t.raw_data());

@@ -102,7 +102,9 @@ TEST_CASE("Q-value ActionValue gradients pass gradcheck for the weights, the obs
     LayerPtr q = ActionValue(tanh_body(4), true, 3, 3);
     const Tensor obs = test::random_tensor(Shape{2, 2, 3}, DType::float64, 5);
     const Tensor actions = tensor<int64_t>({2, 0, 1, 2}, Shape{2, 2});
-    auto [w, s] = q->init({ShapeDtype::of(obs), ShapeDtype::of(actions)}, Key(6));
+    auto initialized = q->init({ShapeDtype::of(obs), ShapeDtype::of(actions)}, Key(6));
+    Tree& w = initialized.first;
+    Tree& s = initialized.second;
     std::vector<Tensor> leaves = w.leaves();
     for (Tensor& leaf : leaves) leaf = leaf.to(DType::float64);
     const GradcheckResult r = gradcheck(
@@ -121,7 +123,9 @@ TEST_CASE("Q-value ActionValue gradients pass gradcheck for the weights, the obs
     LayerPtr q = ActionValue(tanh_body(4), false, 2, 3, nullptr, 0.0, /*injection_layers=*/2);
     const Tensor obs = test::random_tensor(Shape{2, 2, 3}, DType::float64, 7);
     const Tensor actions = test::random_tensor(Shape{2, 2, 2}, DType::float64, 8);
-    auto [w, s] = q->init({ShapeDtype::of(obs), ShapeDtype::of(actions)}, Key(9));
+    auto initialized = q->init({ShapeDtype::of(obs), ShapeDtype::of(actions)}, Key(9));
+    Tree& w = initialized.first;
+    Tree& s = initialized.second;
     const GradcheckResult r = gradcheck(
         [&](const std::vector<Tensor>& in) {
           const std::vector<Tensor> weights(in.begin() + 2, in.end());

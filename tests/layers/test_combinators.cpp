@@ -98,7 +98,9 @@ TEST_CASE("layers: init splits the rng per sublayer and is deterministic") {
 TEST_CASE("layers: a shared instance has one set of weights and their gradients add up") {
   LayerPtr shared = Dense(2, DenseOptions{glorot_uniform(), normal_init(0.1), true});
   LayerPtr model = Serial({shared, Tanh(), shared});
-  auto [w, s] = model->init({{Shape{3, 2}, DType::float64}}, Key(1));
+  auto initialized = model->init({{Shape{3, 2}, DType::float64}}, Key(1));
+  Tree& w = initialized.first;
+  Tree& s = initialized.second;
   REQUIRE(w[0].num_leaves() == 2);
   CHECK(w[2].num_leaves() == 0);  // the second occurrence carries no weights of its own
   const Tensor x = test::random_tensor(Shape{3, 2}, DType::float64, 5);
@@ -120,7 +122,9 @@ TEST_CASE("layers: a shared instance has one set of weights and their gradients 
 
 TEST_CASE("layers: bad input names the path to the failing layer and the signature") {
   LayerPtr model = Serial({Dense(4), Branch({Dense(2), Serial({Dense(64)}, "Tower")}, "Heads")}, "Model");
-  auto [w, s] = model->init({{Shape{2, 5}, DType::float32}}, Key(0));
+  auto initialized = model->init({{Shape{2, 5}, DType::float32}}, Key(0));
+  Tree& w = initialized.first;
+  Tree& s = initialized.second;
   check_error([&] { model->apply({zeros({2, 3})}, w, s); },
               {"Model > Dense_4[0]: input has last dimension 3, expected 5", "(inputs (float32[2, 3]))"});
   // A deeper failure: weights of the wrong shape for one head.
@@ -154,7 +158,9 @@ TEST_CASE("layers: Scan threads a carry over an axis, with gradients") {
   CHECK(scan->n_out() == 2);
   const Tensor xs = test::random_tensor(Shape{2, 4, 5}, DType::float64, 3);
   const Tensor h0 = zeros({2, 3}, DType::float64);
-  auto [w, s] = scan->init(signature_of({xs, h0}), Key(4));
+  auto initialized = scan->init(signature_of({xs, h0}), Key(4));
+  Tree& w = initialized.first;
+  Tree& s = initialized.second;
   const LayerResult r = scan->apply({xs, h0}, w, s);
   REQUIRE(r.outputs.size() == 2);
   CHECK(r.outputs[0].shape() == Shape{2, 4, 3});
@@ -237,7 +243,9 @@ TEST_CASE("layers: gradients flow through nested combinators") {
                            Gate(), Select({0, 0}), Multiply()},
                           "Nested");
   const Tensor x = test::random_tensor(Shape{2, 3}, DType::float64, 21);
-  auto [w, s] = model->init({ShapeDtype::of(x)}, Key(5));
+  auto initialized = model->init({ShapeDtype::of(x)}, Key(5));
+  Tree& w = initialized.first;
+  Tree& s = initialized.second;
   const Tree structure = w;
   std::vector<Tensor> inputs{x};
   for (const Tensor& t : w.leaves()) inputs.push_back(t);

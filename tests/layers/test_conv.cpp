@@ -266,7 +266,9 @@ TEST_CASE("layers: Conv gradients with respect to input, kernel and bias pass gr
     INFO("case " << i << ": " << cases[i].layer->name());
     const LayerPtr& layer = cases[i].layer;
     const Tensor x = test::random_tensor(cases[i].x_shape, DType::float64, 400 + i);
-    auto [w, s] = layer->init({ShapeDtype::of(x)}, Key(i));
+    auto initialized = layer->init({ShapeDtype::of(x)}, Key(i));
+    Tree& w = initialized.first;
+    Tree& s = initialized.second;
     auto f = [&](const std::vector<Tensor>& in) {
       return layer->apply({in[0]}, conv_weights(in[1], in[2]), s).outputs[0];
     };
@@ -323,7 +325,9 @@ TEST_CASE("layers: Conv and pools reject bad inputs with clear errors") {
               {"Conv2D_2: input has rank 3", "[batch, height, width, channels]"});
   check_error([&] { (*MaxPool2D())(zeros({4, 4})); }, {"MaxPool2D: input has rank 2"});
 
-  auto [w, s] = conv->init({{Shape{2, 7, 3}, DType::float32}}, Key(0));
+  auto initialized = conv->init({{Shape{2, 7, 3}, DType::float32}}, Key(0));
+  Tree& w = initialized.first;
+  Tree& s = initialized.second;
   check_error([&] { conv->apply({zeros({2, 7, 5})}, w, s); },
               {"Conv1D_4: input has 5 channels (last axis), the kernel expects 3", "(inputs (float32[2, 7, 5]))"});
   check_error([&] { conv->apply({zeros({2, 2, 3})}, w, s); },

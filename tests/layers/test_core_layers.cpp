@@ -23,7 +23,9 @@ const test::Tolerance kTight{1e-12, 1e-12};
 
 // gradcheck of a one-in, one-out layer with respect to its input and every weight.
 void check_layer_gradients(const LayerPtr& layer, const Tensor& x) {
-  auto [w, s] = layer->init({ShapeDtype::of(x)}, Key(3));
+  auto initialized = layer->init({ShapeDtype::of(x)}, Key(3));
+  Tree& w = initialized.first;
+  Tree& s = initialized.second;
   const size_t n_w = w.num_leaves();
   std::vector<Tensor> inputs{x};
   for (const Tensor& t : w.leaves()) inputs.push_back(t);
@@ -42,7 +44,9 @@ void check_layer_gradients(const LayerPtr& layer, const Tensor& x) {
 TEST_CASE("layers: Dense computes x W + b with Glorot-uniform kernel and tiny bias") {
   LayerPtr dense = Dense(3);
   const Tensor x = test::random_tensor(Shape{4, 5}, DType::float64, 1);
-  auto [w, s] = dense->init({ShapeDtype::of(x)}, Key(2));
+  auto initialized = dense->init({ShapeDtype::of(x)}, Key(2));
+  Tree& w = initialized.first;
+  Tree& s = initialized.second;
   const Tensor& kernel = w["kernel"].leaf();
   const Tensor& bias = w["bias"].leaf();
   CHECK(kernel.shape() == Shape{5, 3});
@@ -176,7 +180,9 @@ TEST_CASE("layers: a custom backward replaces autodiff's for a layer") {
     return LayerGrads{{mul(matmul(g, c.weights["kernel"].leaf().mT()), 2.0)}, w};
   });
   const Tensor x = test::random_tensor(Shape{3, 4}, DType::float64, 2);
-  auto [w, s] = doubled->init({ShapeDtype::of(x)}, Key(1));
+  auto initialized = doubled->init({ShapeDtype::of(x)}, Key(1));
+  Tree& w = initialized.first;
+  Tree& s = initialized.second;
   CHECK(w.contains("kernel"));  // the wrapped layer's weights, unchanged in structure
   check_close(doubled->apply({x}, w, s).outputs[0], dense->apply({x}, w, s).outputs[0], kTight);
   auto loss_custom = [&](const Tree& wt, const Tensor& xt) { return sum(doubled->apply({xt}, wt, s).outputs[0]); };
@@ -187,7 +193,9 @@ TEST_CASE("layers: a custom backward replaces autodiff's for a layer") {
   check_close(std::get<0>(got.grad)["bias"].leaf(), mul(std::get<0>(want.grad)["bias"].leaf(), 2.0), kTight);
   check_close(std::get<1>(got.grad), mul(std::get<1>(want.grad), 2.0), kTight);
   LayerPtr wrong = WithCustomBackward(Dense(2), [](const LayerGradContext&) { return LayerGrads{{}, Tree()}; });
-  auto [w2, s2] = wrong->init({ShapeDtype::of(x)}, Key(1));
+  auto wrong_initialized = wrong->init({ShapeDtype::of(x)}, Key(1));
+  Tree& w2 = wrong_initialized.first;
+  Tree& s2 = wrong_initialized.second;
   check_error([&] { value_and_grad([&](const Tree& wt) { return sum(wrong->apply({x}, wt, s2).outputs[0]); })(w2); },
               {"WithCustomBackward: the backward returned 0 input gradients for 1 inputs"});
 }

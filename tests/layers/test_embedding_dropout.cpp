@@ -52,7 +52,9 @@ TEST_CASE("layers: Embedding looks up one table row per id, for any shape of int
 TEST_CASE("layers: Embedding gradient reaches the table by gradcheck, repeated ids summing") {
   LayerPtr emb = Embedding(5, 3, normal_init(1.0), DType::float64);
   const Tensor ids = tensor<int64_t>({4, 1, 4, 0, 1, 4}, Shape{3, 2});
-  auto [w, s] = emb->init({ShapeDtype::of(ids)}, Key(2));
+  auto initialized = emb->init({ShapeDtype::of(ids)}, Key(2));
+  Tree& w = initialized.first;
+  Tree& s = initialized.second;
   const GradcheckResult r = gradcheck([&](const std::vector<Tensor>& in) {
     return emb->apply({ids}, w.with_leaves(in), s).outputs[0];
   }, {w["embedding"].leaf()});
@@ -61,7 +63,9 @@ TEST_CASE("layers: Embedding gradient reaches the table by gradcheck, repeated i
 
 TEST_CASE("layers: Embedding rejects out-of-range and non-integer ids") {
   LayerPtr emb = Embedding(10, 4);
-  auto [w, s] = emb->init({{Shape{3}, DType::int64}});
+  auto initialized = emb->init({{Shape{3}, DType::int64}});
+  Tree& w = initialized.first;
+  Tree& s = initialized.second;
   check_error([&] { emb->apply({tensor<int64_t>({1, 10, 2})}, w, s); },
               {"Embedding_10_4: id 10 is out of range for a vocabulary of 10 (ids must be in [0, 10))"});
   check_error([&] { emb->apply({tensor<int32_t>({-1, 2})}, w, s); }, {"id -1 is out of range"});

@@ -338,7 +338,9 @@ TEST_CASE("layers: losses reject bad inputs with clear messages") {
               {"WeightedCategoryCrossEntropy: expected 3 inputs, got 2"});
   // Inside a model the path names the loss.
   LayerPtr model = Serial({Dense(4), CategoryCrossEntropy()}, "Model");
-  auto [mw, ms] = model->init({{Shape{2, 5}, DType::float32}, {Shape{2}, DType::int64}}, Key(0));
+  auto model_initialized = model->init({{Shape{2, 5}, DType::float32}, {Shape{2}, DType::int64}}, Key(0));
+  Tree& mw = model_initialized.first;
+  Tree& ms = model_initialized.second;
   check_error([&] { model->apply({zeros({2, 5}), zeros({2})}, mw, ms); },
               {"Model > CategoryCrossEntropy[1]: targets have dtype float32", "(inputs (float32[2, 4], float32[2]))"});
 }

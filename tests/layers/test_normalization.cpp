@@ -101,7 +101,9 @@ TEST_CASE("layers: LayerNorm normalises the last axis and applies the learned sc
 TEST_CASE("layers: LayerNorm gradients by gradcheck over the input, scale and bias") {
   LayerPtr ln = LayerNorm(1e-3);
   const Tensor x = test::random_tensor(Shape{3, 4}, DType::float64, 3);
-  auto [w, s] = ln->init({ShapeDtype::of(x)});
+  auto initialized = ln->init({ShapeDtype::of(x)});
+  Tree& w = initialized.first;
+  Tree& s = initialized.second;
   const Tensor bias = test::random_tensor(Shape{4}, DType::float64, 4);
   const Tensor scale = test::random_tensor(Shape{4}, DType::float64, 5, 0.5, 2.0);
   check_gradients([&](const std::vector<Tensor>& in) {
@@ -111,7 +113,9 @@ TEST_CASE("layers: LayerNorm gradients by gradcheck over the input, scale and bi
 
 TEST_CASE("layers: LayerNorm rejects a wrong last dimension, integer and rank-0 inputs") {
   LayerPtr ln = LayerNorm();
-  auto [w, s] = ln->init({{Shape{2, 4}, DType::float32}});
+  auto initialized = ln->init({{Shape{2, 4}, DType::float32}});
+  Tree& w = initialized.first;
+  Tree& s = initialized.second;
   check_error([&] { ln->apply({zeros({2, 3})}, w, s); }, {"LayerNorm: input has last dimension 3, expected 4"});
   check_error([&] { ln->apply({zeros({2, 4}, DType::int32)}, w, s); }, {"LayerNorm", "int32 is not a float dtype"});
   check_error([&] { LayerNorm()->init({{Shape{2, 4}, DType::int64}}); }, {"int64 is not a float dtype"});
@@ -191,7 +195,9 @@ TEST_CASE("layers: BatchNorm's batch variance does not cancel when the mean dwar
 TEST_CASE("layers: BatchNorm gradients by gradcheck in train mode (through the batch statistics) and eval mode") {
   LayerPtr bn = BatchNorm({0}, 1e-3);
   const Tensor x = test::random_tensor(Shape{5, 3}, DType::float64, 31);
-  auto [w, s] = bn->init({ShapeDtype::of(x)});
+  auto initialized = bn->init({ShapeDtype::of(x)});
+  Tree& w = initialized.first;
+  Tree& s = initialized.second;
   s["mean"].leaf() = test::random_tensor(Shape{1, 3}, DType::float64, 32);
   s["var"].leaf() = test::random_tensor(Shape{1, 3}, DType::float64, 33, 0.5, 2.0);
   const Tensor bias = test::random_tensor(Shape{3}, DType::float64, 34);
@@ -206,7 +212,9 @@ TEST_CASE("layers: BatchNorm gradients by gradcheck in train mode (through the b
 
 TEST_CASE("layers: BatchNorm rejects mismatched shapes, integer inputs and bad axes or momentum") {
   LayerPtr bn = BatchNorm();
-  auto [w, s] = bn->init({{Shape{8, 4}, DType::float32}});
+  auto initialized = bn->init({{Shape{8, 4}, DType::float32}});
+  Tree& w = initialized.first;
+  Tree& s = initialized.second;
   // Another batch size is fine; another feature size is not.
   CHECK(bn->apply({zeros({3, 4})}, w, s, Key(), Mode::train).outputs[0].shape() == Shape{3, 4});
   check_error([&] { bn->apply({zeros({8, 5})}, w, s); }, {"BatchNorm: input has shape [8, 5]", "[1, 4]"});
@@ -308,7 +316,9 @@ TEST_CASE("layers: Normalize stops counting at sample_limit and clips the normal
 TEST_CASE("layers: Normalize gradient by gradcheck (the statistics are constants)") {
   LayerPtr norm = Normalize({1e9, 1e-5, 3.0});
   const Tensor obs = test::random_tensor(Shape{4, 2, 3}, DType::float64, 61);
-  auto [w, s] = norm->init({ShapeDtype::of(obs)});
+  auto initialized = norm->init({ShapeDtype::of(obs)});
+  Tree& w = initialized.first;
+  Tree& s = initialized.second;
   const Tree state = norm->apply({obs}, w, s, Key(), Mode::collect).state;
   // Small inputs against the statistics' spread: inside the clip range, so the gradient is not trivially 0.
   const Tensor x = test::random_tensor(Shape{2, 3, 3}, DType::float64, 62, -0.5, 0.5);
@@ -323,7 +333,9 @@ TEST_CASE("layers: Normalize gradient by gradcheck (the statistics are constants
 
 TEST_CASE("layers: Normalize rejects low ranks, mismatched features, integers and empty time") {
   LayerPtr norm = Normalize();
-  auto [w, s] = norm->init({{Shape{2, 3, 4}, DType::float32}});
+  auto initialized = norm->init({{Shape{2, 3, 4}, DType::float32}});
+  Tree& w = initialized.first;
+  Tree& s = initialized.second;
   check_error([&] { norm->apply({zeros({2, 3, 5})}, w, s); },
               {"Normalize: input has shape [2, 3, 5], expected [batch, time] followed by the features [4]"});
   check_error([&] { norm->apply({zeros({2, 3, 4}, DType::int32)}, w, s); }, {"int32 is not a float dtype"});

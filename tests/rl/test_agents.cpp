@@ -409,9 +409,11 @@ std::map<std::string, Tensor> saved_tensors(const fs::path& dir) {
 }  // namespace
 
 TEST_CASE("Agents resumed in a new process continue exactly as the uninterrupted run") {
-  for (const auto& [name, make] :
+  for (const auto& agent :
        std::vector<std::pair<std::string, std::function<std::pair<std::unique_ptr<RLTask>, std::unique_ptr<Agent>>(
                                              const fs::path&)>>>{{"ppo", make_ppo}, {"ppo_joint", make_ppo_joint}}) {
+    const std::string& name = agent.first;
+    const auto& make = agent.second;
     CAPTURE(name);
     const fs::path straight_dir = fresh_directory("straight_" + name);
     const fs::path resumed_dir = fresh_directory("resumed_" + name);
@@ -426,7 +428,9 @@ TEST_CASE("Agents resumed in a new process continue exactly as the uninterrupted
     // environment states) is bit-identical.
     const std::map<std::string, Tensor> a = saved_tensors(straight_dir), b = saved_tensors(resumed_dir);
     REQUIRE(a.size() == b.size());
-    for (const auto& [key, tensor] : a) {
+    for (const auto& entry : a) {
+      const std::string& key = entry.first;
+      const Tensor& tensor = entry.second;
       CAPTURE(key);
       REQUIRE(b.count(key) == 1);
       CHECK(bitwise_equal(Tree(tensor), Tree(b.at(key))));

@@ -648,7 +648,9 @@ Export export_of(const RLTask& task, const std::string& prefix = "task/") {
 void check_same_export(const Export& a, const Export& b) {
   CHECK(a.fields == b.fields);
   REQUIRE(a.tensors.size() == b.tensors.size());
-  for (const auto& [name, t] : a.tensors) {
+  for (const auto& entry : a.tensors) {
+    const std::string& name = entry.first;
+    const Tensor& t = entry.second;
     CAPTURE(name);
     REQUIRE(b.tensors.count(name) == 1);
     CHECK(bits(t) == bits(b.tensors.at(name)));
@@ -657,7 +659,9 @@ void check_same_export(const Export& a, const Export& b) {
 
 void check_same_buffer(const RLTask& a, const RLTask& b) {
   REQUIRE(a.trajectories().size() == b.trajectories().size());
-  for (const auto& [epoch, pieces] : a.trajectories()) {
+  for (const auto& entry : a.trajectories()) {
+    const int64_t epoch = entry.first;
+    const std::vector<Trajectory>& pieces = entry.second;
     CAPTURE(epoch);
     REQUIRE(b.trajectories().count(epoch) == 1);
     const std::vector<Trajectory>& other = b.trajectories().at(epoch);

@@ -535,8 +535,11 @@ TEST_CASE("MountainCarContinuous computes in float32 after the first step, as Nu
   // The expected values here are written directly in float and double arithmetic.
   const ctrax::MountainCarContinuousParams p;
   int differs = 0;
-  for (const auto& [p0, v0, a] : std::vector<std::tuple<float, float, float>>{
+  for (const auto& state_action : std::vector<std::tuple<float, float, float>>{
            {-0.5234f, 0.0123f, 0.37f}, {-0.3f, -0.02f, -0.81f}, {0.1f, 0.035f, 0.999f}, {-0.9f, -0.01f, 0.25f}}) {
+    const float p0 = std::get<0>(state_action);
+    const float v0 = std::get<1>(state_action);
+    const float a = std::get<2>(state_action);
     CAPTURE(p0);
     float v32 = v0 + (a * 0.0015f - static_cast<float>(0.0025 * std::cos(static_cast<double>(3.0f * p0))));
     const float p32 = p0 + v32;

@@ -60,7 +60,9 @@ void check_close(const std::vector<double>& got, const std::vector<double>& want
 }
 
 void check_finite(const Metrics& row) {
-  for (const auto& [name, value] : row) {
+  for (const auto& entry : row) {
+    const std::string& name = entry.first;
+    const double value = entry.second;
     CAPTURE(name);
     CHECK(std::isfinite(value));
   }

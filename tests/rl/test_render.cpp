@@ -146,8 +146,10 @@ TEST_CASE("Render Acrobot: the links follow the joint angles") {
 }
 
 TEST_CASE("Render MountainCar: the car on the hill at its position, the flag at the goal") {
-  for (const auto& [id, goal] : {std::pair<std::string, double>{"MountainCar-v0", 0.5},
-                                 std::pair<std::string, double>{"MountainCarContinuous-v0", 0.45}}) {
+  for (const auto& env : {std::pair<std::string, double>{"MountainCar-v0", 0.5},
+                           std::pair<std::string, double>{"MountainCarContinuous-v0", 0.45}}) {
+    const std::string& id = env.first;
+    const double goal = env.second;
     CAPTURE(id);
     const double pos = -0.3;
     const Frame f = render_at(id, {pos, 0.01});

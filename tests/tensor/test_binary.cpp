@@ -69,7 +69,9 @@ void check_binary(const char* name, const BinaryFn& op, const RefFn& ref, DType 
         {"both strided", {non_contiguous(a), non_contiguous(b)}},
         {"a expanded", {a.expand(p.out), b}},
     };
-    for (const auto& [what, operands] : variants) {
+    for (const auto& variant : variants) {
+      const std::string& what = variant.first;
+      const std::pair<Tensor, Tensor>& operands = variant.second;
       INFO(name << " " << dtype_name(in) << " " << p.a << " with " << p.b << ", " << what);
       const Tensor y = op(operands.first, operands.second);
       CHECK(y.dtype() == out_dtype);
@@ -266,7 +268,9 @@ TEST_CASE("binary: scalar operands follow the weak-scalar rule") {
             {"operator+ left", {1 + t, add(t, scalar_like(1, t))}},
             {"operator- left", {1 - t, sub(scalar_like(1, t), t)}},
         };
-        for (const auto& [name, ys] : pairs) {
+        for (const auto& pair : pairs) {
+          const std::string& name = pair.first;
+          const std::pair<Tensor, Tensor>& ys = pair.second;
           INFO(name << " " << dtype_name(d) << " " << shape);
           CHECK(ys.first.dtype() == ys.second.dtype());
           check_close(ys.first, ys.second, {0, 0}, name);

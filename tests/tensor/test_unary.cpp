@@ -50,7 +50,9 @@ void check_unary(const char* name, const UnaryFn& op, const RefFn& ref, DType in
                  double hi, Tolerance tol) {
   uint64_t seed = 100;
   for (const Shape& shape : test_shapes()) {
-    for (const auto& [what, x] : layouts(shape, in, seed++, lo, hi)) {
+    for (const auto& layout : layouts(shape, in, seed++, lo, hi)) {
+      const std::string& what = layout.first;
+      const Tensor& x = layout.second;
       const Tensor y = op(x);
       INFO(name << " on " << dtype_name(in) << ", " << what);
       CHECK(y.dtype() == out_dtype);
@@ -283,11 +285,13 @@ TEST_CASE("unary: undefined inputs throw") {
 TEST_CASE("unary: large inputs split across threads give the serial result") {
   const Tensor x = random_tensor(Shape{3, 70001}, DType::float32, 5, -10, 10);
   const Tensor xt = x.mT();  // strided path
-  for (const auto& [name, op] : std::vector<std::pair<std::string, UnaryFn>>{
+  for (const auto& named_op : std::vector<std::pair<std::string, UnaryFn>>{
            {"exp", [](const Tensor& t) { return exp(t); }},
            {"tanh", [](const Tensor& t) { return tanh(t); }},
            {"sigmoid", [](const Tensor& t) { return sigmoid(t); }},
            {"relu", [](const Tensor& t) { return relu(t); }}}) {
+    const std::string& name = named_op.first;
+    const UnaryFn& op = named_op.second;
     INFO(name);
     const Tensor a = op(x);
     const Tensor b = op(xt).mT().contiguous();
