@@ -219,13 +219,14 @@ const Tensor& Checkpoint::tensor(const std::string& name) const {
 
 // ---- CheckpointDirectory --------------------------------------------------------------------
 
-CheckpointDirectory::CheckpointDirectory(std::filesystem::path directory, int keep_last)
-    : directory_(std::move(directory)), keep_last_(keep_last) {
+CheckpointDirectory::CheckpointDirectory(std::filesystem::path directory, int keep_last, Access access)
+    : directory_(std::move(directory)), keep_last_(keep_last), access_(access) {
   CTRAX_REQUIRE(keep_last_ >= 1, "CheckpointDirectory(", directory_.string(), "): keep_last must be >= 1, got ",
                 keep_last_);
   std::error_code ec;
   if (std::filesystem::exists(directory_, ec) && !std::filesystem::is_directory(directory_, ec))
     CTRAX_THROW(directory_.string(), ": the checkpoint directory path exists but is not a directory");
+  if (access_ == Access::read_only) return;
   std::filesystem::create_directories(directory_, ec);
   if (ec) CTRAX_THROW(directory_.string(), ": cannot create the checkpoint directory: ", ec.message());
   if (::access(directory_.c_str(), W_OK | X_OK) != 0)
@@ -234,6 +235,8 @@ CheckpointDirectory::CheckpointDirectory(std::filesystem::path directory, int ke
 
 std::vector<int64_t> CheckpointDirectory::steps() const {
   std::vector<int64_t> steps;
+  std::error_code ec;
+  if (access_ == Access::read_only && !std::filesystem::exists(directory_, ec)) return steps;
   for (const std::string& name : list_names(directory_))
     if (const auto step = step_of(name, ".json")) steps.push_back(*step);
   std::sort(steps.begin(), steps.end());
@@ -249,6 +252,7 @@ std::optional<int64_t> CheckpointDirectory::latest_step() const {
 std::filesystem::path CheckpointDirectory::save(int64_t step, const std::map<std::string, Tensor>& tensors,
                                                 const ManifestFields& fields) {
   const std::string context = "CheckpointDirectory::save(" + directory_.string() + ", step " + std::to_string(step) + ")";
+  CTRAX_REQUIRE(access_ == Access::read_write, context, ": the directory was opened read-only");
   CTRAX_REQUIRE(step >= 0, context, ": the step must be >= 0");
   // Everything that can be refused is refused before the directory is touched (step 2 below
   // removes the old checkpoint of this step).
@@ -318,6 +322,20 @@ std::filesystem::path CheckpointDirectory::save(int64_t step, const std::map<std
     sync_directory(directory_);
   }
   return manifest_path;
+}
+
+void CheckpointDirectory::remove_after(int64_t step) {
+  CTRAX_REQUIRE(access_ == Access::read_write, "CheckpointDirectory::remove_after(", directory_.string(),
+                "): the directory was opened read-only");
+  bool removed = false;
+  for (int64_t s : steps()) {
+    if (s <= step) continue;
+    remove_file(directory_ / manifest_name(s));  // the commit point goes first
+    std::error_code ec;
+    if (std::filesystem::exists(directory_ / tensors_name(s), ec)) remove_file(directory_ / tensors_name(s));
+    removed = true;
+  }
+  if (removed) sync_directory(directory_);
 }
 
 Checkpoint CheckpointDirectory::load(int64_t step) const {

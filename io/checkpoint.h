@@ -61,8 +61,12 @@ struct Checkpoint {
 class CheckpointDirectory {
  public:
   // Creates `directory` (and parents) if needed; throws ctrax::Error when it cannot be created
-  // or written. keep_last >= 1 checkpoints are kept.
-  explicit CheckpointDirectory(std::filesystem::path directory, int keep_last = 3);
+  // or written. keep_last >= 1 checkpoints are kept. With Access::read_only nothing is created
+  // or checked for writing (a missing directory holds no checkpoints), and save and
+  // remove_after throw: for evaluating a run that may belong to someone else.
+  enum class Access { read_write, read_only };
+  explicit CheckpointDirectory(std::filesystem::path directory, int keep_last = 3,
+                               Access access = Access::read_write);
 
   const std::filesystem::path& directory() const { return directory_; }
   int keep_last() const { return keep_last_; }
@@ -72,6 +76,9 @@ class CheckpointDirectory {
   // oldest checkpoints beyond keep_last after the commit.
   std::filesystem::path save(int64_t step, const std::map<std::string, Tensor>& tensors,
                              const ManifestFields& fields = {});
+  // Removes the committed checkpoints of steps > `step` (manifest first, so each removal is
+  // atomic), e.g. when a run continues from an earlier checkpoint than its newest.
+  void remove_after(int64_t step);
 
   // Steps of the committed checkpoints (those with a manifest), ascending.
   std::vector<int64_t> steps() const;
@@ -86,6 +93,7 @@ class CheckpointDirectory {
  private:
   std::filesystem::path directory_;
   int keep_last_;
+  Access access_;
 };
 
 // FNV-1a (64-bit) over a byte range, as the manifest's checksum uses. Detects torn or corrupted

@@ -10,17 +10,34 @@
 namespace ctrax {
 
 LayerPtr MLP(const std::vector<int64_t>& widths, LayerFactory activation, bool out_activation) {
+  MLPOptions options;
+  options.out_activation = out_activation;
+  return MLP(widths, std::move(activation), options);
+}
+
+LayerPtr MLP(const std::vector<int64_t>& widths, LayerFactory activation, const MLPOptions& options) {
   if (!activation) activation = [] { return Relu(); };
+  CTRAX_REQUIRE(options.kernel_init && options.bias_init, "MLP: the kernel and bias initializers must be set");
+  DenseOptions dense;
+  dense.kernel_init = options.kernel_init;
+  dense.bias_init = options.bias_init;
   std::vector<LayerPtr> layers;
   for (size_t i = 0; i < widths.size(); ++i) {
     CTRAX_REQUIRE(widths[i] >= 1, "MLP: width ", i, " is ", widths[i], " (expected >= 1)");
-    layers.push_back(Dense(widths[i]));
-    if (i + 1 < widths.size() || out_activation) layers.push_back(activation());
+    layers.push_back(Dense(widths[i], dense));
+    if (i + 1 < widths.size() || options.out_activation) layers.push_back(activation());
   }
   return Serial(std::move(layers), "MLP");
 }
 
 namespace {
+LayerPtr head(int64_t n, const Initializer& kernel_init) {
+  DenseOptions options;
+  CTRAX_REQUIRE(static_cast<bool>(kernel_init), "the head's kernel initializer is empty");
+  options.kernel_init = kernel_init;
+  options.bias_init = constant_init(0.0);
+  return Dense(n, options);
+}
 LayerPtr head(int64_t n, double init_range) {
   DenseOptions options;
   if (init_range > 0.0) options.kernel_init = uniform_init(-init_range, init_range);
@@ -30,9 +47,10 @@ void add_front(std::vector<LayerPtr>& layers, const LayerFactory& normalizer, co
   if (normalizer) layers.push_back(normalizer());
   if (body) layers.push_back(body());
 }
-LayerPtr value_head(double init_range) {
-  return Serial({head(1, init_range), Fn("SqueezeLast", [](const Tensor& x) { return x.squeeze(-1); })}, "ValueHead");
+LayerPtr value_head(LayerPtr dense) {
+  return Serial({std::move(dense), Fn("SqueezeLast", [](const Tensor& x) { return x.squeeze(-1); })}, "ValueHead");
 }
+LayerPtr value_head(double init_range) { return value_head(head(1, init_range)); }
 }  // namespace
 
 LayerPtr Policy(int64_t n_distribution_inputs, LayerFactory body, LayerFactory normalizer, double head_init_range) {
@@ -41,6 +59,22 @@ LayerPtr Policy(int64_t n_distribution_inputs, LayerFactory body, LayerFactory n
   add_front(layers, normalizer, body);
   layers.push_back(head(n_distribution_inputs, head_init_range));
   return Serial(std::move(layers), "Policy");
+}
+
+LayerPtr Policy(int64_t n_distribution_inputs, LayerFactory body, LayerFactory normalizer,
+                const Initializer& head_init) {
+  CTRAX_REQUIRE(n_distribution_inputs >= 1, "Policy: n_distribution_inputs must be >= 1, got ", n_distribution_inputs);
+  std::vector<LayerPtr> layers;
+  add_front(layers, normalizer, body);
+  layers.push_back(head(n_distribution_inputs, head_init));
+  return Serial(std::move(layers), "Policy");
+}
+
+LayerPtr Value(LayerFactory body, LayerFactory normalizer, const Initializer& head_init) {
+  std::vector<LayerPtr> layers;
+  add_front(layers, normalizer, body);
+  layers.push_back(value_head(head(1, head_init)));
+  return Serial(std::move(layers), "Value");
 }
 
 LayerPtr Value(LayerFactory body, LayerFactory normalizer, double head_init_range) {
@@ -85,6 +119,17 @@ LayerPtr PolicyAndValue(int64_t n_distribution_inputs, LayerFactory body, LayerF
   std::vector<LayerPtr> layers;
   add_front(layers, normalizer, body);
   layers.push_back(Branch({head(n_distribution_inputs, head_init_range), value_head(head_init_range)}, "Heads"));
+  return Serial(std::move(layers), "PolicyAndValue");
+}
+
+LayerPtr PolicyAndValue(int64_t n_distribution_inputs, LayerFactory body, LayerFactory normalizer,
+                        const Initializer& policy_head_init, const Initializer& value_head_init) {
+  CTRAX_REQUIRE(n_distribution_inputs >= 1, "PolicyAndValue: n_distribution_inputs must be >= 1, got ",
+                n_distribution_inputs);
+  std::vector<LayerPtr> layers;
+  add_front(layers, normalizer, body);
+  layers.push_back(Branch({head(n_distribution_inputs, policy_head_init), value_head(head(1, value_head_init))},
+                          "Heads"));
   return Serial(std::move(layers), "PolicyAndValue");
 }
 

@@ -41,6 +41,7 @@
 #include <functional>
 #include <vector>
 
+#include "initializers.h"
 #include "layer.h"
 
 namespace ctrax {
@@ -48,6 +49,14 @@ namespace ctrax {
 using LayerFactory = std::function<LayerPtr()>;
 
 LayerPtr MLP(const std::vector<int64_t>& widths, LayerFactory activation = nullptr, bool out_activation = false);
+// The same with named options, e.g. orthogonal weights: MLP({64, 64}, Tanh, {.out_activation = true,
+// .kernel_init = orthogonal(std::sqrt(2.0)), .bias_init = constant_init(0)}).
+struct MLPOptions {
+  bool out_activation = false;
+  Initializer kernel_init = glorot_uniform();
+  Initializer bias_init = normal_init(1e-6);
+};
+LayerPtr MLP(const std::vector<int64_t>& widths, LayerFactory activation, const MLPOptions& options);
 
 LayerPtr Policy(int64_t n_distribution_inputs, LayerFactory body = nullptr, LayerFactory normalizer = nullptr,
                 double head_init_range = 0.0);
@@ -58,5 +67,13 @@ LayerPtr ActionValue(LayerFactory body, bool is_discrete, int64_t vocab_size, in
                      LayerFactory normalizer = nullptr, double head_init_range = 0.0, int64_t injection_layers = 1);
 LayerPtr PolicyAndValue(int64_t n_distribution_inputs, LayerFactory body = nullptr, LayerFactory normalizer = nullptr,
                         double head_init_range = 0.0, bool joint = true);
+// Heads with the given kernel initializers and zero biases, e.g. orthogonal(0.01) for a policy
+// and orthogonal(1) for a value (the initialisation of SB3's and CleanRL's PPO). The joint
+// version has one body.
+LayerPtr Policy(int64_t n_distribution_inputs, LayerFactory body, LayerFactory normalizer,
+                const Initializer& head_init);
+LayerPtr Value(LayerFactory body, LayerFactory normalizer, const Initializer& head_init);
+LayerPtr PolicyAndValue(int64_t n_distribution_inputs, LayerFactory body, LayerFactory normalizer,
+                        const Initializer& policy_head_init, const Initializer& value_head_init);
 
 }  // namespace ctrax

@@ -249,9 +249,10 @@ Metrics Trainer::train_step(bool with_metrics) { return train_step(options_.trai
 Metrics Trainer::train_step(const Batch& batch, bool with_metrics) {
   const Split s = split_batch(batch, "train", step_);
   init_heads(s);
-  const double learning_rate = options_.lr_schedule(step_);
-  CTRAX_REQUIRE(std::isfinite(learning_rate) && learning_rate >= 0, "Trainer: the learning-rate schedule gave ",
-                learning_rate, " at step ", step_, "; it must be finite and >= 0");
+  const double scheduled = options_.lr_schedule(step_);
+  CTRAX_REQUIRE(std::isfinite(scheduled) && scheduled >= 0, "Trainer: the learning-rate schedule gave ",
+                scheduled, " at step ", step_, "; it must be finite and >= 0");
+  const double learning_rate = scheduled * lr_factor_;
   // Named variables, not a structured binding: the lambda below captures step_key (clang < 16
   // cannot capture bindings).
   const std::pair<Key, Key> keys = split(rng_);
@@ -288,6 +289,12 @@ Metrics Trainer::train_step(const Batch& batch, bool with_metrics) {
     log(step_, "train", row);
   }
   return row;
+}
+
+void Trainer::set_learning_rate_factor(double factor) {
+  CTRAX_REQUIRE(std::isfinite(factor) && factor >= 0.0, "Trainer: the learning-rate factor must be finite and >= 0, got ",
+                factor);
+  lr_factor_ = factor;
 }
 
 Metrics Trainer::train_epoch(int64_t n_steps) {

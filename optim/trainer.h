@@ -143,6 +143,11 @@ class Trainer {
   // Replaces the weights (e.g. copying shared layers between networks, as Trax's actor-critic
   // does); the new tree must match the model's structure, shapes and dtypes.
   void set_weights(Tree weights);
+  // Multiplies every later step's scheduled rate by `factor` (finite, >= 0; default 1): the RL
+  // agents anneal their networks' rates by the run's progress with it. Not saved in
+  // checkpoints: its owner sets it again from its own saved state.
+  void set_learning_rate_factor(double factor);
+  double learning_rate_factor() const { return lr_factor_; }
   // Replaces the model's state (e.g. the observation statistics an RL agent's collect model
   // gathered, as Trax copies them into the policy trainer); same checks as set_weights.
   void set_state(Tree state);
@@ -162,6 +167,7 @@ class Trainer {
   Tree slots_;
   Key rng_;
   int64_t step_ = 0;
+  double lr_factor_ = 1.0;
   bool heads_ready_ = false;  // the loss and metrics have been initialised (init_heads)
   std::vector<std::shared_ptr<MetricsSink>> sinks_;
   std::unique_ptr<io::CheckpointDirectory> checkpoints_;

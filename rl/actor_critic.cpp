@@ -12,6 +12,7 @@
 #include "../tensor/ops.h"
 #include "device_placement.h"
 #include "losses.h"
+#include "rollout_buffer.h"
 
 namespace ctrax {
 
@@ -65,16 +66,20 @@ Tensor repeat_front(const Tensor& t, int64_t n) {
 // are independent of the value network's initialisation and training keys.
 constexpr uint64_t kActionSamplingTag = 0x5156414c55455321ULL;
 
-std::map<std::string, LayerPtr> policy_metrics(const DistributionPtr& d, std::optional<double> epsilon) {
+std::map<std::string, LayerPtr> policy_metrics(const DistributionPtr& d, std::shared_ptr<const double> epsilon) {
   std::map<std::string, LayerPtr> m{{"entropy", PolicyEntropy(d)},
                                     {"approximate_kl", ApproximateKL(d)},
                                     {"log_prob_mean", LogProbMean(d)},
                                     {"advantage_mean", AdvantageMean()},
                                     {"advantage_norm", AdvantageNorm()},
                                     {"preferred_move", PreferredMove(d)}};
-  if (epsilon) m["clip_fraction"] = ClipFraction(d, *epsilon);
+  if (epsilon) m["clip_fraction"] = ClipFraction(d, std::move(epsilon));
   return m;
 }
+
+// Tags of the rollout passes' shuffling keys (folded into the policy seed with the epoch and the
+// pass), apart from every other use of that seed.
+constexpr uint64_t kRolloutShuffleTag = 0x524f4c4c4f555421ULL;
 
 ActorCriticOptions with_defaults(ActorCriticOptions o) {
   if (!o.advantage_estimator) o.advantage_estimator = td_lambda(0.95);
@@ -136,17 +141,44 @@ ActorCriticAgent::ActorCriticAgent(RLTask& task, AgentOptions agent_options, Pol
   CTRAX_REQUIRE(!o.scale_value_targets || this->task().gamma() < 1.0,
                 "ActorCriticAgent: scale_value_targets needs gamma < 1 (the scale is 1 / (1 - gamma)), got gamma ",
                 this->task().gamma());
+  if (o.rollout_passes) {
+    CTRAX_REQUIRE(*o.rollout_passes >= 1, "ActorCriticAgent: rollout_passes must be >= 1, got ", *o.rollout_passes);
+    CTRAX_REQUIRE(!o.q_value, "ActorCriticAgent: rollout_passes needs a state-value model (q_value is off)");
+    CTRAX_REQUIRE(o.n_shared_layers == 0, "ActorCriticAgent: rollout_passes trains both networks minibatch by "
+                  "minibatch, so n_shared_layers must be 0, got ", o.n_shared_layers);
+    CTRAX_REQUIRE(o.on_policy, "ActorCriticAgent: rollout_passes trains on the last collection (on_policy = true)");
+  }
+  CTRAX_REQUIRE(o.minibatch_size >= 1, "ActorCriticAgent: minibatch_size must be >= 1, got ", o.minibatch_size);
+  if (o.target_kl)
+    CTRAX_REQUIRE(std::isfinite(*o.target_kl) && *o.target_kl > 0, "ActorCriticAgent: target_kl must be > 0, got ",
+                  *o.target_kl);
+  if (o.value_clip) {
+    CTRAX_REQUIRE(std::isfinite(*o.value_clip) && *o.value_clip > 0, "ActorCriticAgent: value_clip must be > 0, got ",
+                  *o.value_clip);
+    CTRAX_REQUIRE(o.rollout_passes.has_value(), "ActorCriticAgent: value_clip applies to rollout passes "
+                  "(rollout_passes); Trax's slice batches have a target network instead");
+  }
   this->task().set_n_replay_epochs(o.n_replay_epochs);
   value_scale_ = o.scale_value_targets ? 1.0 / (1.0 - this->task().gamma()) : 1.0;
 
   TrainerOptions t;
   t.model = o.value_model;
-  t.loss = L2Loss();
-  t.metrics = {{"explained_variance", ValueExplainedVariance()}};
   t.optimizer = o.value_optimizer;
   t.lr_schedule = o.value_lr_schedule;
-  t.train_stream = [this](int64_t index) { return batch_to(value_batch(index), device()); };
-  t.has_weights = true;
+  if (o.rollout_passes) {
+    // (observations, targets, mask, old values): the agent makes every batch itself.
+    t.loss = RolloutValueLoss(o.value_clip);
+    t.metrics = {{"explained_variance", RolloutValueExplainedVariance()}};
+    t.n_loss_inputs = 3;
+    t.train_stream = [](int64_t) -> Batch {
+      CTRAX_THROW("ActorCriticAgent: with rollout_passes the value network trains on the agent's minibatches");
+    };
+  } else {
+    t.loss = L2Loss();
+    t.metrics = {{"explained_variance", ValueExplainedVariance()}};
+    t.train_stream = [this](int64_t index) { return batch_to(value_batch(index), device()); };
+    t.has_weights = true;
+  }
   t.seed = o.seed;
   t.restore = false;
   Signature signature = policy_signature(o.value_batch_size, 1);
@@ -350,6 +382,8 @@ void ActorCriticAgent::copy_shared_layers(Trainer& from, Trainer& to) const {
 }
 
 Metrics ActorCriticAgent::train_epoch() {
+  value_trainer_->set_learning_rate_factor(learning_rate_factor());
+  if (ac_.rollout_passes) return train_rollout_epoch();
   Metrics out;
   const ActorCriticOptions& o = ac_;
   if (o.n_shared_layers > 0) copy_shared_layers(policy_trainer(), *value_trainer_);
@@ -363,6 +397,66 @@ Metrics ActorCriticAgent::train_epoch() {
     out[name] = value;
   if (o.n_shared_layers > 0) copy_shared_layers(*value_trainer_, policy_trainer());
   for (const auto& [name, value] : train_policy()) out[name] = value;
+  return out;
+}
+
+Metrics ActorCriticAgent::train_rollout_epoch() {
+  const ActorCriticOptions& o = ac_;
+  Trainer& policy = policy_trainer();
+  prepare_policy_training();
+  if (value_collect_) value_collect_->to_trainer(*value_trainer_);
+  const auto pieces = task().trajectories().find(epoch());
+  CTRAX_REQUIRE(pieces != task().trajectories().end(), "ActorCriticAgent: epoch ", epoch(),
+                " collected nothing to train on");
+  // V_old once for every stored observation, in the value network's units times the scale.
+  const RolloutBuffer rollout(
+      pieces->second, [this](const Tensor& observations) { return values(observations).to(Device::cpu()); },
+      o.advantage_estimator, task().gamma());
+  Tensor advantages = rollout.advantages();
+  const bool normalize = o.advantage_normalization;
+  if (normalize && !o.normalize_advantages_per_minibatch)
+    advantages = normalize_minibatch(advantages, o.advantage_normalization_epsilon, o.advantage_normalization_factor);
+  const double scale = 1.0 / value_scale_;
+  const Tensor targets = (rollout.value_targets() * scale).to(DType::float32);
+  const Tensor old_values = (rollout.old_values() * scale).to(DType::float32);
+
+  Metrics policy_sum, value_sum;
+  int64_t steps = 0, passes_done = 0;
+  bool stopped = false;
+  const Key shuffle = fold_in(fold_in(Key(policy_options().seed), kRolloutShuffleTag), static_cast<uint64_t>(epoch()));
+  for (int64_t pass = 0; pass < *o.rollout_passes && !stopped; ++pass) {
+    for (const Tensor& rows : RolloutBuffer::minibatch_indices(rollout.size(), o.minibatch_size,
+                                                              fold_in(shuffle, static_cast<uint64_t>(pass)))) {
+      const int64_t b = rows.shape()[0];
+      const Tensor mask = ones(Shape{b, 1});
+      Tensor a = index_select(advantages, 0, rows);
+      if (normalize && o.normalize_advantages_per_minibatch)
+        a = normalize_minibatch(a, o.advantage_normalization_epsilon, o.advantage_normalization_factor);
+      const Tensor observations = RolloutBuffer::select(rollout.observations(), rows);
+      const Batch policy_batch{observations, RolloutBuffer::select(rollout.actions(), rows), a.reshape(Shape{b, 1}),
+                               RolloutBuffer::select(rollout.dist_inputs(), rows), mask};
+      // The metrics (the KL among them) come from this step's forward pass, before its update.
+      const Metrics p = policy.train_step(batch_to(policy_batch, device()), o.target_kl.has_value());
+      const Batch value_batch{observations, RolloutBuffer::select(targets, rows).reshape(Shape{b, 1}), mask,
+                              RolloutBuffer::select(old_values, rows).reshape(Shape{b, 1})};
+      const Metrics v = value_trainer_->train_step(batch_to(value_batch, device()), false);
+      for (const auto& [name, value] : p) policy_sum[name] += value;
+      for (const auto& [name, value] : v) value_sum[name] += value;
+      ++steps;
+      if (o.target_kl && p.count("approximate_kl") && p.at("approximate_kl") > 1.5 * *o.target_kl) {
+        stopped = true;
+        break;
+      }
+    }
+    if (!stopped) ++passes_done;
+  }
+  finish_policy_training();
+  Metrics out;
+  for (const auto& [name, value] : policy_sum) out["policy/" + name] = value / static_cast<double>(steps);
+  for (const auto& [name, value] : value_sum) out["value/" + name] = value / static_cast<double>(steps);
+  out["policy/passes_completed"] = static_cast<double>(passes_done);
+  out["policy/steps"] = static_cast<double>(steps);
+  out["policy/early_stop"] = stopped ? 1.0 : 0.0;
   return out;
 }
 
@@ -398,23 +492,50 @@ A2C::A2C(RLTask& task, AgentOptions agent_options, PolicyAgentOptions policy_opt
          A2COptions a2c)
     : ActorCriticAgent(task, std::move(agent_options), policy_options, std::move(options),
                        A2CLoss(policy_distribution(task, policy_options), a2c.entropy_coeff),
-                       policy_metrics(policy_distribution(task, policy_options), std::nullopt)) {
+                       policy_metrics(policy_distribution(task, policy_options), nullptr)) {
   restore();
 }
 
+namespace {
+
+std::shared_ptr<double> checked_epsilon(const PPOOptions& ppo) {
+  CTRAX_REQUIRE(std::isfinite(ppo.epsilon) && ppo.epsilon > 0 && ppo.epsilon < 1, "PPO: epsilon must be in (0, 1), got ",
+                ppo.epsilon);
+  return std::make_shared<double>(ppo.epsilon);
+}
+
+}  // namespace
+
 PPO::PPO(RLTask& task, AgentOptions agent_options, PolicyAgentOptions policy_options, ActorCriticOptions options,
          PPOOptions ppo)
+    : PPO(task, std::move(agent_options), std::move(policy_options), std::move(options), ppo, checked_epsilon(ppo)) {}
+
+PPO::PPO(RLTask& task, AgentOptions agent_options, PolicyAgentOptions policy_options, ActorCriticOptions options,
+         PPOOptions ppo, std::shared_ptr<double> epsilon)
     : ActorCriticAgent(task, std::move(agent_options), policy_options, std::move(options),
-                       PPOLoss(policy_distribution(task, policy_options), ppo.epsilon, ppo.entropy_coeff),
-                       policy_metrics(policy_distribution(task, policy_options), ppo.epsilon)) {
+                       PPOLoss(policy_distribution(task, policy_options), epsilon, ppo.entropy_coeff),
+                       policy_metrics(policy_distribution(task, policy_options), epsilon)),
+      ppo_(ppo),
+      epsilon_(std::move(epsilon)) {
+  CTRAX_REQUIRE(!ppo_.anneal_epsilon || this->agent_options().max_epochs.has_value() ||
+                    this->agent_options().total_env_steps.has_value(), "PPO: anneal_epsilon needs "
+                "AgentOptions::max_epochs or total_env_steps (what the clip range anneals over)");
   restore();
+}
+
+Metrics PPO::train_epoch() {
+  // Annealed linearly to (nearly) 0, never to 0 itself: the loss needs epsilon in (0, 1).
+  *epsilon_ = ppo_.anneal_epsilon ? std::max(ppo_.epsilon * (1.0 - progress()), 1e-8) : ppo_.epsilon;
+  Metrics out = ActorCriticAgent::train_epoch();
+  out["policy/epsilon"] = *epsilon_;
+  return out;
 }
 
 AWR::AWR(RLTask& task, AgentOptions agent_options, PolicyAgentOptions policy_options, ActorCriticOptions options,
          AWROptions awr)
     : ActorCriticAgent(task, std::move(agent_options), policy_options, std::move(options),
                        AWRLoss(policy_distribution(task, policy_options), awr.beta, awr.w_max, awr.entropy_coeff),
-                       policy_metrics(policy_distribution(task, policy_options), std::nullopt)) {
+                       policy_metrics(policy_distribution(task, policy_options), nullptr)) {
   restore();
 }
 
@@ -433,7 +554,7 @@ SamplingAWR::SamplingAWR(RLTask& task, AgentOptions agent_options, PolicyAgentOp
                          ActorCriticOptions options, SamplingAWROptions awr)
     : ActorCriticAgent(task, std::move(agent_options), policy_options, with_q_value(std::move(options)),
                        AWRLoss(policy_distribution(task, policy_options), awr.beta, awr.w_max, awr.entropy_coeff),
-                       policy_metrics(policy_distribution(task, policy_options), std::nullopt)),
+                       policy_metrics(policy_distribution(task, policy_options), nullptr)),
       awr_(awr) {
   restore();
 }

@@ -133,6 +133,22 @@ struct ActorCriticOptions {
   int64_t q_value_n_samples = 1;               // >= 1 actions sampled per state
   int64_t vocab_size = 2;                      // >= 1; with q_value on a Discrete(k) space, >= k
   uint64_t seed = 1;                           // the value network's initial weights, the sampled actions
+  // Rollout passes (not in Trax: Stable-Baselines3's and CleanRL's PPO). With rollout_passes = n
+  // each epoch trains on its own collection only: the value network runs once on every stored
+  // observation, the advantage estimator once over whole pieces (rl/rollout_buffer.h), then n
+  // passes over all the steps in shuffled minibatches of minibatch_size rows, one policy step and
+  // one value step per minibatch (value loss: mean (V - (V_old + A))^2, or with value_clip the
+  // clipped loss max((V - G)^2, (V_old + clip(V - V_old, -c, c) - G)^2) of OpenAI's baselines).
+  // The *_train_steps_per_epoch, *_batch_size, evals, value chunks and target network are
+  // unused then; n_shared_layers, q_value and on_policy = false are refused.
+  std::optional<int64_t> rollout_passes;       // >= 1; none: Trax's random slice batches
+  int64_t minibatch_size = 64;                 // >= 1 rows
+  bool normalize_advantages_per_minibatch = true;  // rollout passes: per minibatch (SB3), else once
+                                               // over the whole rollout (advantage_normalization on)
+  std::optional<double> target_kl;             // > 0: end the epoch's passes after a minibatch whose
+                                               // approximate KL exceeds 1.5 target_kl (SB3's rule)
+  std::optional<double> value_clip;            // > 0, rollout passes only, in the value network's
+                                               // output units (targets / scale)
 };
 
 class ActorCriticAgent : public PolicyAgent {
@@ -189,6 +205,8 @@ class ActorCriticAgent : public PolicyAgent {
   void import_state(const io::Checkpoint& checkpoint) override;
 
  private:
+  // One epoch of rollout passes (ActorCriticOptions::rollout_passes).
+  Metrics train_rollout_epoch();
   void copy_shared_layers(Trainer& from, Trainer& to) const;
   void check_q_value_model() const;
   // The value model's output under `weights` (Mode::eval), times the value scale.
@@ -210,6 +228,8 @@ struct A2COptions {
 struct PPOOptions {
   double epsilon = 0.2;         // in (0, 1)
   double entropy_coeff = 0.01;  // >= 0
+  bool anneal_epsilon = false;  // epsilon times 1 - progress() in each epoch (SB3's linear clip
+                                // range); needs AgentOptions::max_epochs or total_env_steps
 };
 struct AWROptions {
   double beta = 1.0;            // > 0
@@ -236,6 +256,17 @@ class PPO final : public ActorCriticAgent {
   PPO(RLTask& task, AgentOptions agent_options, PolicyAgentOptions policy_options, ActorCriticOptions options,
       PPOOptions ppo = {});
   std::string name() const override { return "PPO"; }
+  // The clip range the losses use now (epsilon, or annealed: PPOOptions::anneal_epsilon).
+  double epsilon() const { return *epsilon_; }
+
+ protected:
+  Metrics train_epoch() override;
+
+ private:
+  PPO(RLTask& task, AgentOptions agent_options, PolicyAgentOptions policy_options, ActorCriticOptions options,
+      PPOOptions ppo, std::shared_ptr<double> epsilon);
+  PPOOptions ppo_;
+  std::shared_ptr<double> epsilon_;  // read by the loss and the clip-fraction metric
 };
 
 class AWR final : public ActorCriticAgent {

@@ -155,6 +155,7 @@ PolicyOutput ActorCriticJointAgent::act(const Tensor& observations, Key key, dou
 Metrics ActorCriticJointAgent::train_epoch() {
   const ActorCriticJointOptions& o = options_;
   collect_model_->to_trainer(*trainer_);
+  trainer_->set_learning_rate_factor(learning_rate_factor());
   const Metrics out = train_in_chunks(*trainer_, o.train_steps_per_epoch, o.supervised_evals_per_epoch,
                                       o.supervised_eval_steps, "joint/");
   collect_model_->from_trainer(*trainer_);

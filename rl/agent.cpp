@@ -1,9 +1,11 @@
 // Agent: see agent.h.
 #include "agent.h"
 
+#include <algorithm>
+#include <charconv>
 #include <chrono>
-#include <fstream>
 #include <cmath>
+#include <fstream>
 #include <sstream>
 #include <utility>
 
@@ -15,20 +17,79 @@ namespace ctrax {
 namespace {
 
 constexpr const char* kCheckpointKind = "ctrax.Agent";
-
-// "eval_return_T0", "eval_return_T0.5": the shortest decimal that reads back as the temperature.
-std::string eval_metric_name(double temperature) {
-  std::ostringstream s;
-  s.precision(6);
-  s << "eval_return_T" << temperature;
-  return s.str();
-}
+// RLTask::evaluation_seed's stream of the confirmations (`ctrax eval` uses 2).
+constexpr uint64_t kConfirmationSeeds = 1;
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+double mean_of(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+}
+
+double std_of(const std::vector<double>& v) {
+  if (v.size() < 2) return 0.0;
+  const double m = mean_of(v);
+  double square = 0;
+  for (double x : v) square += (x - m) * (x - m);
+  return std::sqrt(square / static_cast<double>(v.size() - 1));
+}
+
+// The columns a row may hold beyond those of the first row (metrics.csv is made with all).
+std::vector<std::string> optional_columns() {
+  return {"train/episode_return_mean", "train/episode_length_mean", "confirm/return_mean", "confirm/return_std",
+          "confirm/return_min", "confirm/return_median", "confirm/return_max", "confirm/return_ci95_low",
+          "confirm/return_ci95_high", "confirm/length_mean", "confirm/episodes", "confirm/solved"};
+}
+
+void put_confirmation(Metrics& row, const Confirmation& c) {
+  const EpisodeSummary& s = c.summary;
+  row["confirm/return_mean"] = s.return_mean;
+  row["confirm/return_std"] = s.return_std;
+  row["confirm/return_min"] = s.return_min;
+  row["confirm/return_median"] = s.return_median;
+  row["confirm/return_max"] = s.return_max;
+  row["confirm/return_ci95_low"] = s.return_ci95_low;
+  row["confirm/return_ci95_high"] = s.return_ci95_high;
+  row["confirm/length_mean"] = s.length_mean;
+  row["confirm/episodes"] = static_cast<double>(s.episodes);
+  row["confirm/solved"] = c.solved ? 1.0 : 0.0;
+}
+
 }  // namespace
+
+std::string eval_metric_prefix(double temperature) {
+  if (temperature == 0.0) return "eval/";
+  std::ostringstream s;
+  s.precision(6);  // the shortest decimal that reads back as the temperature
+  s << "eval_T" << temperature << "/";
+  return s.str();
+}
+
+CheckpointChoice CheckpointChoice::parse(const std::string& text) {
+  CheckpointChoice c;
+  if (text == "latest") return c;
+  if (text == "best") {
+    c.kind = Kind::best;
+    return c;
+  }
+  int64_t epoch = -1;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), epoch);
+  CTRAX_REQUIRE(!text.empty() && ec == std::errc() && end == text.data() + text.size() && epoch >= 0,
+                "a checkpoint is \"latest\", \"best\" or an epoch number >= 0, got \"", text, "\"");
+  c.kind = Kind::epoch;
+  c.epoch = epoch;
+  return c;
+}
+
+std::string CheckpointChoice::to_string() const {
+  if (kind == Kind::latest) return "latest";
+  if (kind == Kind::best) return "best";
+  return "epoch " + std::to_string(epoch);
+}
 
 Agent::Agent(RLTask& task, AgentOptions options) : task_(task), options_(std::move(options)) {
   const AgentOptions& o = options_;
@@ -46,15 +107,32 @@ Agent::Agent(RLTask& task, AgentOptions options) : task_(task), options_(std::mo
   if (o.eval_max_steps)
     CTRAX_REQUIRE(*o.eval_max_steps >= 1, "Agent: eval_max_steps must be >= 1, got ", *o.eval_max_steps);
   CTRAX_REQUIRE(o.checkpoints_to_keep >= 1, "Agent: checkpoints_to_keep must be >= 1, got ", o.checkpoints_to_keep);
+  if (o.target_return) {
+    CTRAX_REQUIRE(std::isfinite(*o.target_return), "Agent: target_return must be finite, got ", *o.target_return);
+    CTRAX_REQUIRE(o.n_eval_episodes >= 1 && !o.eval_temperatures.empty(),
+                  "Agent: target_return needs n_eval_episodes >= 1 and an eval temperature (the routine "
+                  "evaluation proposes the stop, the confirmation decides it)");
+  }
+  CTRAX_REQUIRE(o.n_confirm_episodes >= 1, "Agent: n_confirm_episodes must be >= 1, got ", o.n_confirm_episodes);
+  if (o.max_epochs) CTRAX_REQUIRE(*o.max_epochs >= 1, "Agent: max_epochs must be >= 1, got ", *o.max_epochs);
+  if (o.total_env_steps)
+    CTRAX_REQUIRE(*o.total_env_steps >= 1, "Agent: total_env_steps must be >= 1, got ", *o.total_env_steps);
+  CTRAX_REQUIRE(o.checkpoint_every >= 1, "Agent: checkpoint_every must be >= 1, got ", o.checkpoint_every);
+  CTRAX_REQUIRE(!o.anneal_learning_rate || o.max_epochs || o.total_env_steps,
+                "Agent: anneal_learning_rate needs max_epochs or total_env_steps (what the rate anneals over)");
   require_usable_device(o.device, "Agent");
   sinks_ = o.sinks;
   if (!o.output_dir.empty()) {
-    std::error_code error;
-    std::filesystem::create_directories(o.output_dir, error);
-    CTRAX_REQUIRE(!error, "Agent: cannot create the output directory ", o.output_dir.string(), ": ",
-                  error.message());
-    if (!o.read_only) sinks_.push_back(std::make_shared<JsonLinesMetricsSink>(o.output_dir / "metrics.jsonl"));
-    checkpoints_ = std::make_unique<io::CheckpointDirectory>(o.output_dir / "checkpoints", o.checkpoints_to_keep);
+    using Access = io::CheckpointDirectory::Access;
+    if (!o.read_only) {
+      std::error_code error;
+      std::filesystem::create_directories(o.output_dir, error);
+      CTRAX_REQUIRE(!error, "Agent: cannot create the output directory ", o.output_dir.string(), ": ",
+                    error.message());
+      sinks_.push_back(std::make_shared<JsonLinesMetricsSink>(o.output_dir / "metrics.jsonl"));
+    }
+    checkpoints_ = std::make_unique<io::CheckpointDirectory>(o.output_dir / "checkpoints", o.checkpoints_to_keep,
+                                                             o.read_only ? Access::read_only : Access::read_write);
   }
 }
 
@@ -82,13 +160,15 @@ class FlagScope {
 
 }  // namespace
 
-CollectStats Agent::evaluate(int64_t n_episodes, double temperature, std::optional<int64_t> max_steps) {
+CollectStats Agent::evaluate(int64_t n_episodes, double temperature, std::optional<int64_t> max_steps,
+                             std::optional<uint64_t> seed) {
   CTRAX_REQUIRE(n_episodes >= 1, "Agent::evaluate: n_episodes must be >= 1, got ", n_episodes);
   CollectOptions eval;
   eval.n_trajectories = n_episodes;
   eval.only_eval = true;
   eval.max_steps = max_steps ? max_steps : options_.eval_max_steps;
   eval.temperature = temperature;
+  eval.eval_seed = seed;
   FlagScope scope(evaluating_);
   return task_.collect_trajectories(collect_policy(), eval);
 }
@@ -98,12 +178,66 @@ PolicyOutput Agent::evaluation_act(const Tensor& observations, Key key, double t
   return act(observations, key, temperature);
 }
 
+Confirmation Agent::confirm() {
+  const double temperature = options_.eval_temperatures.empty() ? 0.0 : options_.eval_temperatures.front();
+  const CollectStats stats =
+      evaluate(options_.n_confirm_episodes, temperature, std::nullopt,
+               task_.evaluation_seed(kConfirmationSeeds, static_cast<uint64_t>(epoch_)));
+  Confirmation c;
+  c.epoch = epoch_;
+  c.summary = summarize_episodes(stats.returns, stats.lengths);
+  c.solved = options_.target_return && c.summary.return_mean >= *options_.target_return;
+  return c;
+}
+
+bool Agent::final_epoch() const {
+  return (options_.max_epochs && epoch_ >= *options_.max_epochs) ||
+         (options_.total_env_steps && task_.n_interactions() >= *options_.total_env_steps);
+}
+
+bool Agent::done() const { return solved_ || final_epoch(); }
+
+double Agent::progress() const {
+  if (options_.total_env_steps)
+    return std::min(1.0, static_cast<double>(task_.n_interactions()) / static_cast<double>(*options_.total_env_steps));
+  if (options_.max_epochs)
+    return std::min(1.0, static_cast<double>(std::max<int64_t>(epoch_ - 1, 0)) /
+                             static_cast<double>(*options_.max_epochs));
+  return 0.0;
+}
+
+double Agent::learning_rate_factor() const { return options_.anneal_learning_rate ? 1.0 - progress() : 1.0; }
+
+// Steps 3 and 4 of an epoch (see agent.h): the routine evaluation and, when it calls for one,
+// the confirmation, with the best confirmation kept.
+void Agent::evaluate_epoch(Metrics& row) {
+  std::optional<double> routine;
+  if (options_.n_eval_episodes > 0) {
+    for (double temperature : options_.eval_temperatures) {
+      const CollectStats stats = evaluate(options_.n_eval_episodes, temperature);
+      eval_returns_[temperature].push_back(stats.mean_return);
+      const std::string prefix = eval_metric_prefix(temperature);
+      row[prefix + "return_mean"] = stats.mean_return;
+      row[prefix + "return_std"] = std_of(stats.returns);
+      row[prefix + "length_mean"] = stats.mean_length;
+      if (!routine) routine = stats.mean_return;
+    }
+  }
+  const bool proposed = options_.target_return && routine && *routine >= *options_.target_return;
+  if (!proposed && !final_epoch()) return;
+  Confirmation c = confirm();
+  put_confirmation(row, c);
+  solved_ = c.solved;
+  if (!best_confirmation_ || c.summary.return_mean > best_confirmation_->summary.return_mean) best_confirmation_ = c;
+  last_confirmation_ = std::move(c);
+}
+
 Metrics Agent::run(int64_t n_epochs) {
   CTRAX_REQUIRE(n_epochs >= 1, "Agent::run: n_epochs must be >= 1, got ", n_epochs);
   const CollectPolicy policy = collect_policy();
   Metrics row;
-  for (int64_t e = 0; e < n_epochs; ++e) {
-    const auto epoch_start = std::chrono::steady_clock::now();
+  if (!last_row_time_) last_row_time_ = std::chrono::steady_clock::now();
+  for (int64_t e = 0; e < n_epochs && !done(); ++e) {
     epoch_ += 1;
     row.clear();
 
@@ -115,33 +249,45 @@ Metrics Agent::run(int64_t n_epochs) {
     collect.temperature = 1.0;
     const auto collect_start = std::chrono::steady_clock::now();
     const CollectStats stats = task_.collect_trajectories(policy, collect);
-    const double collect_seconds = seconds_since(collect_start);
-    avg_returns_.push_back(stats.mean_return);
-    row["return"] = stats.mean_return;
-    row["episode_length"] = stats.mean_length;
-    row["env_steps_per_second"] = collect_seconds > 0 ? static_cast<double>(stats.n_interactions) / collect_seconds : 0;
-    row["collect_seconds"] = collect_seconds;
-
-    const auto eval_start = std::chrono::steady_clock::now();
-    if (options_.n_eval_episodes > 0) {
-      for (double temperature : options_.eval_temperatures) {
-        const double r = evaluate(options_.n_eval_episodes, temperature).mean_return;
-        eval_returns_[temperature].push_back(r);
-        row[eval_metric_name(temperature)] = r;
-      }
+    row["time/collect_seconds"] = seconds_since(collect_start);
+    avg_returns_.push_back(stats.mean_return);  // Trax's avg_returns: the pieces' mean
+    if (!stats.episode_returns.empty()) {
+      std::vector<double> lengths(stats.episode_lengths.begin(), stats.episode_lengths.end());
+      row["train/episode_return_mean"] = mean_of(stats.episode_returns);
+      row["train/episode_length_mean"] = mean_of(lengths);
     }
+    row["train/episodes"] = static_cast<double>(stats.episode_returns.size());
 
-    row["eval_seconds"] = seconds_since(eval_start);
     const auto train_start = std::chrono::steady_clock::now();
     if (!options_.only_eval) {
       for (const auto& [name, value] : train_epoch()) row[name] = value;
     }
-    row["train_seconds"] = seconds_since(train_start);
+    row["time/train_seconds"] = seconds_since(train_start);
+
+    const auto eval_start = std::chrono::steady_clock::now();
+    const std::optional<Confirmation> best_before = best_confirmation_;
+    evaluate_epoch(row);
+    row["time/eval_seconds"] = seconds_since(eval_start);
+
     row["n_interactions"] = static_cast<double>(task_.n_interactions());
     row["n_trajectories"] = static_cast<double>(task_.n_trajectories());
-    row["epoch_seconds"] = seconds_since(epoch_start);
+    const double epoch_seconds = seconds_since(*last_row_time_);
+    row["time/checkpoint_seconds"] = last_checkpoint_seconds_;
+    row["time/epoch_seconds"] = epoch_seconds;
+    row["time/env_steps_per_second"] = epoch_seconds > 0 ? static_cast<double>(stats.n_interactions) / epoch_seconds : 0;
     log(row);
-    save();
+    last_row_time_ = std::chrono::steady_clock::now();
+
+    // The row goes first: a crash before the checkpoint leaves a row that the resumed run drops
+    // (restore() keeps the rows up to the checkpoint it continues from).
+    const auto save_start = std::chrono::steady_clock::now();
+    const bool improved = best_confirmation_ && (!best_before || best_confirmation_->epoch != best_before->epoch);
+    if (epoch_ % options_.checkpoint_every == 0 || done() || improved) save();
+    if (improved && checkpoints_ && !options_.read_only) {
+      io::CheckpointDirectory best(options_.output_dir / "checkpoints" / "best", 1);
+      save_to(best);
+    }
+    last_checkpoint_seconds_ = seconds_since(save_start);
   }
   return row;
 }
@@ -150,6 +296,9 @@ void Agent::log(const Metrics& row) {
   if (!csv_ && !options_.output_dir.empty() && !options_.read_only) {
     std::vector<std::string> columns;
     for (const auto& [name, value] : row) columns.push_back(name);
+    for (const std::string& name : optional_columns())
+      if (!row.count(name)) columns.push_back(name);
+    std::sort(columns.begin(), columns.end());
     csv_ = std::make_shared<CsvMetricsSink>(options_.output_dir / "metrics.csv", columns);
     sinks_.push_back(csv_);
   }
@@ -158,11 +307,33 @@ void Agent::log(const Metrics& row) {
 
 void Agent::save() {
   if (!checkpoints_ || options_.read_only) return;
+  save_to(*checkpoints_);
+}
+
+void Agent::save_to(io::CheckpointDirectory& directory) {
   std::map<std::string, Tensor> tensors;
   io::ManifestFields fields;
   fields["kind"] = std::string(kCheckpointKind);
   fields["agent/epoch"] = epoch_;
   fields["agent/algorithm"] = name();
+  fields["agent/solved"] = solved_;
+  // The confirmations: epoch (-1: none), mean and the rest of the summary.
+  const std::pair<const char*, const std::optional<Confirmation>*> confirmations[] = {
+      {"agent/last_confirmation/", &last_confirmation_}, {"agent/best_confirmation/", &best_confirmation_}};
+  for (const auto& [prefix, c] : confirmations) {
+    const std::string p(prefix);
+    fields[p + "epoch"] = *c ? (*c)->epoch : int64_t{-1};
+    if (!*c) continue;
+    const EpisodeSummary& s = (*c)->summary;
+    fields[p + "solved"] = (*c)->solved;
+    fields[p + "episodes"] = s.episodes;
+    const std::pair<const char*, double> numbers[] = {
+        {"return_mean", s.return_mean},         {"return_std", s.return_std},       {"return_min", s.return_min},
+        {"return_median", s.return_median},     {"return_max", s.return_max},       {"return_ci95_low", s.return_ci95_low},
+        {"return_ci95_high", s.return_ci95_high}, {"length_mean", s.length_mean},   {"length_min", s.length_min},
+        {"length_max", s.length_max}};
+    for (const auto& [name, value] : numbers) fields[p + name] = value;
+  }
   export_state(tensors, fields);
   task_.export_state(tensors, fields, "task/");
   // The histories are small: one number per epoch.
@@ -176,13 +347,65 @@ void Agent::save() {
   fields["agent/n_eval_temperatures"] = index;
   // Checkpoints are device-independent: the networks' tensors are written from CPU copies.
   for (auto& [name, tensor] : tensors) tensor = tensor.to(Device::cpu());
-  checkpoints_->save(epoch_, tensors, fields);
+  directory.save(epoch_, tensors, fields);
+}
+
+namespace {
+
+// A confirmation saved by save_to (nullopt when its epoch field is -1 or absent: checkpoints
+// from before confirmations existed).
+std::optional<Confirmation> confirmation_of(const io::Checkpoint& c, const std::string& prefix) {
+  if (!c.fields.count(prefix + "epoch") || c.int_field(prefix + "epoch") < 0) return std::nullopt;
+  Confirmation out;
+  out.epoch = c.int_field(prefix + "epoch");
+  out.solved = c.bool_field(prefix + "solved");
+  EpisodeSummary& s = out.summary;
+  s.episodes = c.int_field(prefix + "episodes");
+  s.return_mean = c.double_field(prefix + "return_mean");
+  s.return_std = c.double_field(prefix + "return_std");
+  s.return_min = c.double_field(prefix + "return_min");
+  s.return_median = c.double_field(prefix + "return_median");
+  s.return_max = c.double_field(prefix + "return_max");
+  s.return_ci95_low = c.double_field(prefix + "return_ci95_low");
+  s.return_ci95_high = c.double_field(prefix + "return_ci95_high");
+  s.length_mean = c.double_field(prefix + "length_mean");
+  s.length_min = c.double_field(prefix + "length_min");
+  s.length_max = c.double_field(prefix + "length_max");
+  return out;
+}
+
+}  // namespace
+
+std::optional<io::Checkpoint> Agent::load_chosen() {
+  const CheckpointChoice& choice = options_.restore_from;
+  if (choice.kind == CheckpointChoice::Kind::latest) return checkpoints_->load_latest();
+  if (choice.kind == CheckpointChoice::Kind::best) {
+    const io::CheckpointDirectory best(options_.output_dir / "checkpoints" / "best", 1,
+                                       io::CheckpointDirectory::Access::read_only);
+    std::optional<io::Checkpoint> c = best.load_latest();
+    CTRAX_REQUIRE(c.has_value(), "Agent: ", options_.output_dir.string(),
+                  " has no best checkpoint yet (a run saves one at its first confirmation)");
+    return c;
+  }
+  const std::vector<int64_t> steps = checkpoints_->steps();
+  if (std::find(steps.begin(), steps.end(), choice.epoch) == steps.end()) {
+    std::string list;
+    for (int64_t s : steps) list += (list.empty() ? "" : ", ") + std::to_string(s);
+    CTRAX_THROW("Agent: ", options_.output_dir.string(), " has no checkpoint of epoch ", choice.epoch,
+                "; it has: ", list.empty() ? std::string("none") : list);
+  }
+  return checkpoints_->load(choice.epoch);
 }
 
 bool Agent::restore() {
   if (!checkpoints_) return false;
-  std::optional<io::Checkpoint> c = checkpoints_->load_latest();
-  if (!c) return false;
+  std::optional<io::Checkpoint> c = load_chosen();
+  if (!c) {
+    // No checkpoint: the run starts from epoch 0, so rows a crashed first epoch left go.
+    if (!options_.read_only)
+      for (const auto& sink : sinks_) sink->truncate_after(0);
+    return false;
+  }
   const std::string where = c->manifest_path.string();
   CTRAX_REQUIRE(c->string_field("kind") == kCheckpointKind, "Agent: checkpoint ", where, " was written by ",
                 c->string_field("kind"), ", not by an RL agent");
@@ -200,6 +423,9 @@ bool Agent::restore() {
     const std::string name = "agent/eval_returns/" + std::to_string(i);
     eval_returns[c->double_field(name + "/temperature")] = c->tensor(name).to_vector<double>();
   }
+  const bool solved = c->fields.count("agent/solved") ? c->bool_field("agent/solved") : false;
+  std::optional<Confirmation> last = confirmation_of(*c, "agent/last_confirmation/");
+  std::optional<Confirmation> best = confirmation_of(*c, "agent/best_confirmation/");
   // Each part checks everything before it changes anything. The subclass's networks go first:
   // should the task's part then be refused, the constructor that called restore() throws and
   // the agent is never used.
@@ -209,10 +435,17 @@ bool Agent::restore() {
   epoch_ = epoch;
   avg_returns_ = std::move(avg_returns);
   eval_returns_ = std::move(eval_returns);
+  solved_ = solved;
+  last_confirmation_ = std::move(last);
+  best_confirmation_ = std::move(best);
+  if (options_.read_only) return true;
+  // Continuing from an older checkpoint than the newest: the later ones would otherwise be
+  // taken for this run's future.
+  checkpoints_->remove_after(epoch_);
   // metrics.csv gets its columns from the first row; a resumed run takes them from the file's
   // header so that the rows after the checkpoint can be dropped now.
   const std::filesystem::path csv_path = options_.output_dir / "metrics.csv";
-  if (!csv_ && !options_.read_only && std::filesystem::exists(csv_path)) {
+  if (!csv_ && std::filesystem::exists(csv_path)) {
     std::ifstream in(csv_path);
     std::string header;
     std::getline(in, header);

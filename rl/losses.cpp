@@ -353,13 +353,20 @@ LayerPtr A2CLoss(DistributionPtr dist, double entropy_coeff) {
 }
 
 LayerPtr PPOLoss(DistributionPtr dist, double epsilon, double entropy_coeff) {
-  dist = checked(std::move(dist), "PPOLoss");
   check_epsilon("PPOLoss", epsilon);
+  return PPOLoss(std::move(dist), std::make_shared<const double>(epsilon), entropy_coeff);
+}
+
+LayerPtr PPOLoss(DistributionPtr dist, std::shared_ptr<const double> epsilon, double entropy_coeff) {
+  dist = checked(std::move(dist), "PPOLoss");
+  CTRAX_REQUIRE(epsilon != nullptr, "PPOLoss: the epsilon handle is null");
+  check_epsilon("PPOLoss", *epsilon);
   check_coefficient("PPOLoss", "entropy_coeff", entropy_coeff);
   const Distribution* d = dist.get();
-  return policy_layer("PPOLoss", dist, [d, eps = epsilon, c = entropy_coeff](const PolicyBatch& b) {
+  return policy_layer("PPOLoss", dist, [d, eps = std::move(epsilon), c = entropy_coeff](const PolicyBatch& b) {
+    check_epsilon("PPOLoss", *eps);
     const Tensor logp = d->log_prob(b.dist_inputs, b.actions);
-    const Tensor obj = ppo_objective(logp, old_log_prob(*d, b), b.advantages, eps);
+    const Tensor obj = ppo_objective(logp, old_log_prob(*d, b), b.advantages, *eps);
     return entropy_term(*d, b.dist_inputs, b.st, c, neg(masked_mean(obj, b.st)));
   }, false);
 }
@@ -450,12 +457,18 @@ LayerPtr ApproximateKL(DistributionPtr dist) {
 }
 
 LayerPtr ClipFraction(DistributionPtr dist, double epsilon) {
-  dist = checked(std::move(dist), "ClipFraction");
   check_epsilon("ClipFraction", epsilon);
+  return ClipFraction(std::move(dist), std::make_shared<const double>(epsilon));
+}
+
+LayerPtr ClipFraction(DistributionPtr dist, std::shared_ptr<const double> epsilon) {
+  dist = checked(std::move(dist), "ClipFraction");
+  CTRAX_REQUIRE(epsilon != nullptr, "ClipFraction: the epsilon handle is null");
+  check_epsilon("ClipFraction", *epsilon);
   const Distribution* d = dist.get();
-  return policy_layer("ClipFraction", dist, [d, epsilon](const PolicyBatch& b) {
+  return policy_layer("ClipFraction", dist, [d, epsilon = std::move(epsilon)](const PolicyBatch& b) {
     const Tensor rho = exp(sub(d->log_prob(b.dist_inputs, b.actions), old_log_prob(*d, b)));
-    const Tensor clipped = gt(abs(sub(rho, 1.0)), scalar_like(epsilon, rho)).to(b.st.dtype);
+    const Tensor clipped = gt(abs(sub(rho, 1.0)), scalar_like(*epsilon, rho)).to(b.st.dtype);
     return masked_mean(clipped, b.st);
   }, true);
 }
@@ -570,6 +583,40 @@ LayerPtr ValueExplainedVariance() {
               return Stack{explained_variance(zero_padding(in[0], st), targets, st)};
             }),
             3, 1);
+}
+
+// ---- The value loss of rollout passes -----------------------------------------------------------
+
+LayerPtr RolloutValueLoss(std::optional<double> value_clip) {
+  CTRAX_REQUIRE(!value_clip || (std::isfinite(*value_clip) && *value_clip > 0),
+                "RolloutValueLoss: the clip must be > 0, got ", value_clip.value_or(0.0));
+  return Fn("RolloutValueLoss", StackFn([value_clip](const Stack& in) {
+              require_float(in[0], "values");
+              const Steps st = read_mask(in[2], in[0].dtype(), "mask");
+              check_steps(in[0], "values", st);
+              const Tensor targets = step_data(in[1], "targets", st);
+              const Tensor v = traced(in[0], st);
+              Tensor loss = square(sub(v, targets));
+              if (value_clip) {
+                const Tensor old = step_data(in[3], "old values", st);
+                const Tensor clipped = add(old, clip(sub(v, old), -*value_clip, *value_clip));
+                loss = maximum(loss, square(sub(clipped, targets)));
+              }
+              return Stack{masked_mean(loss, st)};
+            }),
+            4, 1);
+}
+
+LayerPtr RolloutValueExplainedVariance() {
+  return Fn("RolloutValueExplainedVariance", StackFn([](const Stack& in) {
+              require_float(in[0], "values");
+              const Steps st = read_mask(in[2], in[0].dtype(), "mask");
+              check_steps(in[0], "values", st);
+              const Tensor targets = step_data(in[1], "targets", st);
+              NoGradScope no_grad;
+              return Stack{explained_variance(zero_padding(in[0], st), targets, st)};
+            }),
+            4, 1);
 }
 
 }  // namespace ctrax

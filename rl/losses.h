@@ -95,6 +95,9 @@
 // inf entry.
 #pragma once
 
+#include <memory>
+#include <optional>
+
 #include "../layers/layer.h"
 #include "distributions.h"
 
@@ -104,6 +107,9 @@ namespace ctrax {
 // Defaults are Trax's (A2C, PPO: entropy_coeff 0.01, epsilon 0.2; AWR: beta 1, w_max 20).
 LayerPtr A2CLoss(DistributionPtr dist, double entropy_coeff = 0.01);
 LayerPtr PPOLoss(DistributionPtr dist, double epsilon = 0.2, double entropy_coeff = 0.01);
+// The same with a clip range read at every call through a shared handle (the PPO agent anneals
+// it: PPOOptions::anneal_epsilon); each call checks it is still in (0, 1).
+LayerPtr PPOLoss(DistributionPtr dist, std::shared_ptr<const double> epsilon, double entropy_coeff);
 LayerPtr AWRLoss(DistributionPtr dist, double beta = 1.0, double w_max = 20.0, double entropy_coeff = 0.0);
 
 // ---- Joint losses: (dist_inputs, values, returns, dones, rewards, actions, old_log_probs, mask)
@@ -120,6 +126,7 @@ LayerPtr AWRJointLoss(DistributionPtr dist, double beta = 1.0, double w_max = 20
 LayerPtr PolicyEntropy(DistributionPtr dist);
 LayerPtr ApproximateKL(DistributionPtr dist);
 LayerPtr ClipFraction(DistributionPtr dist, double epsilon = 0.2);
+LayerPtr ClipFraction(DistributionPtr dist, std::shared_ptr<const double> epsilon);
 LayerPtr LogProbMean(DistributionPtr dist);
 LayerPtr AdvantageMean();
 LayerPtr AdvantageNorm();
@@ -138,5 +145,10 @@ LayerPtr ExplainedVariance();
 
 // ---- Metric on the value batch (values, targets, weights), n_in = 3 ------------------------------
 LayerPtr ValueExplainedVariance();
+// Rollout passes (rl/actor_critic.h): (values [B, L], targets, mask, old values) -> the mean over
+// mask-1 steps of (V - G)^2, or with a clip c > 0 of max((V - G)^2, (V_old + clip(V - V_old, -c,
+// c) - G)^2) (OpenAI baselines' clipped value loss); and its explained variance of the targets.
+LayerPtr RolloutValueLoss(std::optional<double> clip = std::nullopt);
+LayerPtr RolloutValueExplainedVariance();
 
 }  // namespace ctrax

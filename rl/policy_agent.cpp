@@ -86,12 +86,19 @@ PolicyOutput PolicyAgent::act(const Tensor& observations, Key key, double temper
   return PolicyOutput{distribution_->sample(dist_inputs, key, temperature), dist_inputs};
 }
 
+void PolicyAgent::prepare_policy_training() {
+  collect_model_->to_trainer(*policy_trainer_);
+  policy_trainer_->set_learning_rate_factor(learning_rate_factor());
+}
+
+void PolicyAgent::finish_policy_training() { collect_model_->from_trainer(*policy_trainer_); }
+
 Metrics PolicyAgent::train_policy() {
   const PolicyAgentOptions& o = policy_options_;
-  collect_model_->to_trainer(*policy_trainer_);
+  prepare_policy_training();
   const Metrics out = train_in_chunks(*policy_trainer_, o.policy_train_steps_per_epoch, o.policy_evals_per_epoch,
                                       o.policy_eval_steps, "policy/");
-  collect_model_->from_trainer(*policy_trainer_);
+  finish_policy_training();
   return out;
 }
 

@@ -84,6 +84,11 @@ class PolicyAgent : public Agent {
   // in policy_evals_per_epoch chunks, evaluating after each; returns "policy/<metric>" values
   // of the last evaluation (or of the last step without evaluations).
   Metrics train_policy();
+  // The two ends of any policy training: the collect model's statistics into the trainer and
+  // the learning-rate factor (Agent::learning_rate_factor) set; then the trainer's statistics
+  // back into the collect model. train_policy calls both.
+  void prepare_policy_training();
+  void finish_policy_training();
   void export_state(std::map<std::string, Tensor>& tensors, io::ManifestFields& fields) const override;
   void import_state(const io::Checkpoint& checkpoint) override;
   // The observation signature of policy batches: [batch, length, ...observation shape].

@@ -22,6 +22,7 @@ constexpr uint64_t kTrainEnvSeed = 1;
 constexpr uint64_t kEvalEnvSeeds = 2;  // also the training environment's after an interrupted collection
 constexpr uint64_t kPolicyKeys = 3;
 constexpr uint64_t kBatchKeys = 4;
+constexpr uint64_t kEvaluationSeeds = 5;  // folded with a stream tag: RLTask::evaluation_seed
 
 uint64_t seed_of(Key key) {
   return (static_cast<uint64_t>(key.words()[1]) << 32) | key.words()[0];
@@ -124,6 +125,8 @@ RLTask::RLTask(const VectorEnvFactory& make, RLTaskOptions options) : options_(c
                 "RLTask: the training and eval environments have different spaces");
   env_name_ = env_->name();
   observations_ = env_->reset(seed_of(fold_in(options_.key, kTrainEnvSeed))).clone();
+  episode_return_.assign(static_cast<size_t>(options_.n_envs), 0.0);
+  episode_length_.assign(static_cast<size_t>(options_.n_envs), 0);
   if (options_.initial_trajectories > 0) {
     CollectOptions initial;
     initial.n_trajectories = options_.initial_trajectories;
@@ -133,6 +136,11 @@ RLTask::RLTask(const VectorEnvFactory& make, RLTaskOptions options) : options_(c
 }
 
 RLTask::~RLTask() = default;
+
+uint64_t RLTask::evaluation_seed(uint64_t tag, uint64_t index) const {
+  CTRAX_REQUIRE(tag >= 1, "RLTask::evaluation_seed: the tag must be >= 1, got ", tag);
+  return seed_of(fold_in(fold_in(fold_in(options_.key, kEvaluationSeeds), tag), index));
+}
 
 PolicyOutput RLTask::checked_policy_output(PolicyOutput out, int64_t n) {
   const char* who = "RLTask::collect_trajectories";
@@ -177,14 +185,24 @@ CollectStats RLTask::collect_trajectories(const CollectPolicy& policy, const Col
   CTRAX_REQUIRE(std::isfinite(o.temperature) && o.temperature >= 0.0, who, ": temperature must be >= 0, got ",
                 o.temperature);
 
+  CTRAX_REQUIRE(!o.eval_seed || o.only_eval, who, ": eval_seed applies to evaluation (only_eval) only");
+
   const bool eval = o.only_eval;
   const std::optional<int64_t> cap = o.max_steps ? o.max_steps : options_.max_steps;
   VectorEnv& env = eval ? *eval_env_ : *env_;
   const int64_t n = env.num_envs();
-  const uint64_t collection = n_collections_++;
-  const Key policy_key = fold_in(fold_in(options_.key, kPolicyKeys), collection);
-  const uint64_t reset_seed = seed_of(fold_in(fold_in(options_.key, kEvalEnvSeeds), collection));
-  if (!eval && interrupted_) observations_ = env.reset(reset_seed).clone();
+  // An explicitly seeded evaluation leaves the counter alone (CollectOptions::eval_seed); its
+  // policy keys come from the seed, under a tag of their own.
+  const uint64_t collection = o.eval_seed ? 0 : n_collections_++;
+  const Key policy_key = o.eval_seed ? fold_in(fold_in(options_.key, kEvaluationSeeds), *o.eval_seed)
+                                     : fold_in(fold_in(options_.key, kPolicyKeys), collection);
+  const uint64_t reset_seed =
+      o.eval_seed ? *o.eval_seed : seed_of(fold_in(fold_in(options_.key, kEvalEnvSeeds), collection));
+  if (!eval && interrupted_) {
+    observations_ = env.reset(reset_seed).clone();
+    std::fill(episode_return_.begin(), episode_return_.end(), 0.0);
+    std::fill(episode_length_.begin(), episode_length_.end(), 0);
+  }
   Tensor obs = eval ? env.reset(reset_seed) : observations_;
   if (!eval) interrupted_ = true;
 
@@ -211,7 +229,11 @@ CollectStats RLTask::collect_trajectories(const CollectPolicy& policy, const Col
     for (int64_t i = 0; i < n; ++i) append_row(pieces[static_cast<size_t>(i)].observations, first, i, obs_bytes);
   }
   std::vector<double> counted;
-  int64_t counted_length = 0;  // steps of the counted pieces together
+  std::vector<int64_t> counted_lengths;
+  std::vector<double> episode_returns;
+  std::vector<int64_t> episode_lengths;
+  std::vector<double> episode_return = episode_return_;  // committed when the collection succeeds
+  std::vector<int64_t> episode_length = episode_length_;
   std::vector<Trajectory> stored;
   int64_t d = -1;  // dist_inputs per step in this collection
   int64_t steps = 0;
@@ -267,6 +289,14 @@ CollectStats RLTask::collect_trajectories(const CollectPolicy& policy, const Col
       p.steps += 1;
       p.total_return += r[i];
       if (!eval) {
+        episode_return[ui] += r[i];
+        episode_length[ui] += 1;
+        if (ended) {
+          episode_returns.push_back(episode_return[ui]);
+          episode_lengths.push_back(episode_length[ui]);
+          episode_return[ui] = 0.0;
+          episode_length[ui] = 0;
+        }
         append_row(p.actions, out.actions, i, act_bytes);
         p.rewards.push_back(r[i]);
         const float* row = out.dist_inputs.data<float>() + i * d;
@@ -281,7 +311,7 @@ CollectStats RLTask::collect_trajectories(const CollectPolicy& policy, const Col
       // when collecting n_interactions).
       if (o.n_interactions || closed[ui] < quota[ui]) {
         counted.push_back(p.total_return);
-        counted_length += p.steps;
+        counted_lengths.push_back(p.steps);
         closed[ui] += 1;
       }
       if (!eval) {
@@ -300,10 +330,18 @@ CollectStats RLTask::collect_trajectories(const CollectPolicy& policy, const Col
   CollectStats stats;
   stats.n_trajectories = static_cast<int64_t>(counted.size());
   stats.n_interactions = steps * n;
+  int64_t counted_length = 0;
   for (double x : counted) stats.mean_return += x;
+  for (int64_t x : counted_lengths) counted_length += x;
   if (!counted.empty()) stats.mean_return /= static_cast<double>(counted.size());
   if (!counted.empty()) stats.mean_length = static_cast<double>(counted_length) / static_cast<double>(counted.size());
+  stats.returns = std::move(counted);
+  stats.lengths = std::move(counted_lengths);
   if (eval) return stats;
+  stats.episode_returns = std::move(episode_returns);
+  stats.episode_lengths = std::move(episode_lengths);
+  episode_return_ = std::move(episode_return);
+  episode_length_ = std::move(episode_length);
 
   // Open pieces are stored as cut; their episodes continue in the next collection from the
   // copies' current observations.
@@ -481,6 +519,8 @@ void RLTask::export_state(std::map<std::string, Tensor>& tensors, io::ManifestFi
 
   std::map<std::string, Tensor> out;
   out[prefix + "observations"] = observations_.contiguous().clone();
+  out[prefix + "episode_returns"] = from_vector(episode_return_, Shape{options_.n_envs});
+  out[prefix + "episode_lengths"] = int64_tensor(episode_length_, Shape{options_.n_envs});
   const Tensor env_state = env_state_tensor(*env_);
   const Tensor eval_env_state = env_state_tensor(*eval_env_);
   if (env_state.defined()) out[prefix + "env_state"] = env_state;
@@ -588,6 +628,13 @@ void RLTask::import_state(const io::Checkpoint& c, const std::string& prefix) {
                   dtype_name(t.dtype()), " ", t.shape(), ", expected float64 [S]");
     return t.to_vector<double>();
   };
+  // The episodes in progress (absent from checkpoints written before they were recorded: zeros).
+  std::vector<double> episode_return(static_cast<size_t>(options_.n_envs), 0.0);
+  std::vector<int64_t> episode_length(static_cast<size_t>(options_.n_envs), 0);
+  if (c.tensors.count(prefix + "episode_returns") || c.tensors.count(prefix + "episode_lengths")) {
+    episode_return = tensor("episode_returns", DType::float64, Shape{options_.n_envs}).to_vector<double>();
+    episode_length = tensor("episode_lengths", DType::int64, Shape{options_.n_envs}).to_vector<int64_t>();
+  }
   const std::vector<double> train_state = env_state(has_env_state, "env_state");
   const std::vector<double> eval_state = env_state(has_eval_env_state, "eval_env_state");
 
@@ -684,6 +731,8 @@ void RLTask::import_state(const io::Checkpoint& c, const std::string& prefix) {
   n_interactions_ = n_interactions;
   trajectories_ = std::move(trajectories);
   observations_ = observations;
+  episode_return_ = std::move(episode_return);
+  episode_length_ = std::move(episode_length);
   // Without the environment's state the copies no longer match observations_: the next
   // training collection resets them (the fallback of task.h).
   interrupted_ = env_restored ? interrupted : true;

@@ -130,6 +130,11 @@ struct CollectOptions {
   std::optional<int64_t> max_steps;       // >= 1; default the task's
   int64_t epoch = 1;                      // >= 0; where training pieces are stored
   double temperature = 1.0;               // passed to the policy
+  // only_eval: reset the eval environment with this seed (copy i gets seed + i) instead of the
+  // seed derived from the collection counter, and leave the counter as it is, so that the
+  // episodes are a pure function of the seed and training is not shifted by them (the agents'
+  // confirmations and `ctrax eval` use seeds derived under tags training never uses).
+  std::optional<uint64_t> eval_seed;
 };
 
 struct CollectStats {
@@ -139,6 +144,15 @@ struct CollectStats {
   double mean_length = 0.0;    // mean number of steps of the pieces that count; 0 when none
   int64_t n_trajectories = 0;  // pieces that count
   int64_t n_interactions = 0;  // environment steps taken, all copies together
+  // The counted pieces' returns and lengths, in the order they closed (for evaluation these
+  // are whole episodes: the statistics of `ctrax eval` and of the agents' confirmations).
+  std::vector<double> returns;
+  std::vector<int64_t> lengths;
+  // Training collections: the episodes that ended during this collection, with their whole
+  // return and length (the steps of earlier collections included: the pieces above are cut at
+  // collection boundaries, these are not). Empty for evaluation.
+  std::vector<double> episode_returns;
+  std::vector<int64_t> episode_lengths;
 };
 
 struct TrajectoryBatchOptions {
@@ -201,6 +215,11 @@ class RLTask {
   int64_t n_collections() const { return static_cast<int64_t>(n_collections_); }
   // The D >= 1 of the policies seen so far (0: none yet).
   int64_t n_dist_inputs() const { return n_dist_inputs_; }
+  // The seed the eval environment is reset with for evaluation stream `tag` (>= 1), number
+  // `index`: derived from the task's key under a tag that training never uses, so such
+  // episodes are disjoint from the training and routine-evaluation episodes (CollectOptions::
+  // eval_seed). The agents use tag 1 for confirmations, `ctrax eval` tag 2.
+  uint64_t evaluation_seed(uint64_t tag, uint64_t index) const;
 
   // The task's whole state as checkpoint entries, for owners that save it with other things in
   // one checkpoint (the RL agents; the pattern of optim/trainer.h). prefix is e.g. "task/".
@@ -209,6 +228,9 @@ class RLTask {
   //            n_replay_epochs, n_dist_inputs, n_collections, n_trajectories, n_interactions,
   //            interrupted, has_env_state, has_eval_env_state;
   //   tensors  <prefix>observations [N, ...]: the training copies' current observations;
+  //            <prefix>episode_returns float64 [N], <prefix>episode_lengths int64 [N]: the
+  //            return and length of each copy's episode in progress (a checkpoint without
+  //            them, from before they existed, restores zeros);
   //            <prefix>env_state, <prefix>eval_env_state: float64 [S], the VectorEnvs'
   //            checkpoint_state (present when has_env_state / has_eval_env_state);
   //            <prefix>epochs int64 [E]: the stored epochs, ascending; and for each epoch e,
@@ -250,6 +272,9 @@ class RLTask {
   uint64_t n_collections_ = 0;   // folded into the policy keys and eval seeds
   int64_t n_trajectories_ = 0;
   int64_t n_interactions_ = 0;
+  // Per training copy: the return and length of its episode so far (CollectStats::episode_*).
+  std::vector<double> episode_return_;
+  std::vector<int64_t> episode_length_;
 };
 
 }  // namespace ctrax

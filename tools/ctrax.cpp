@@ -2,8 +2,10 @@
 //
 //   ctrax train [CONFIG] [--set key=value ...] [--output-dir DIR] [--device cpu|cuda|cuda:N] [--seed N]
 //               [--epochs N] [--threads N]
-//   ctrax resume RUN_DIR [--epochs N] [--device cpu|cuda|cuda:N]
-//   ctrax eval RUN_DIR [--episodes N] [--render FILE]
+//   ctrax resume RUN_DIR [--epochs N] [--checkpoint latest|best|N] [--device cpu|cuda|cuda:N]
+//   ctrax eval RUN_DIR [--episodes N] [--checkpoint latest|best|N] [--seed N] [--output FILE] [--render FILE]
+//   ctrax sweep CONFIG [--seeds N] [--first-seed S] [--jobs K] [--threads T] [--set key=value ...]
+//   ctrax report RUN... [--output FILE.md] [--plot FILE.png]
 //   ctrax plot RUN_DIR... [-o FILE]
 //   ctrax rollout ENV (--seed N | --state ...) (--actions ... | --actions-file FILE)
 //   ctrax list [environments|algorithms|layers|optimizers|schedules]
@@ -30,6 +32,7 @@ int main(int argc, char** argv) {
   add_rollout_command(app, status);
   add_list_command(app, status);
   add_bench_command(app, status);
+  add_report_commands(app, status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

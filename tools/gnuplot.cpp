@@ -343,13 +343,19 @@ void plot_learning_curves(const std::vector<fs::path>& runs, const fs::path& out
     CTRAX_REQUIRE(t.column_index(options.x_column) >= 0, "plot_learning_curves: ", r.csv.string(),
                   " has no column ", options.x_column, " (the x axis); its columns are: ", join(t.columns));
     if (options.y_columns.empty()) {
-      // "return" first, so that it gets the solid line, then the evaluations.
-      if (t.column_index("return") >= 0) y_columns[i].push_back("return");
-      for (const std::string& c : t.columns)
-        if (c.rfind("eval_return_T", 0) == 0) y_columns[i].push_back(c);
+      // The training episodes' return first, so that it gets the solid line, then the
+      // evaluations and the confirmations (and the names of files from before they existed:
+      // "return", "eval_return_T<t>").
+      for (const char* c : {"train/episode_return_mean", "return"})
+        if (t.column_index(c) >= 0) y_columns[i].push_back(c);
+      for (const std::string& c : t.columns) {
+        const bool routine = c.rfind("eval", 0) == 0 && c.size() > 12 && c.ends_with("/return_mean");
+        if (routine || c.rfind("eval_return_T", 0) == 0) y_columns[i].push_back(c);
+      }
+      if (t.column_index("confirm/return_mean") >= 0) y_columns[i].push_back("confirm/return_mean");
       CTRAX_REQUIRE(!y_columns[i].empty(), "plot_learning_curves: ", r.csv.string(),
-                    " has no return or eval_return_T* column; its columns are: ", join(t.columns),
-                    "; choose the columns to draw");
+                    " has no train/episode_return_mean, eval*/return_mean or confirm/return_mean column; its "
+                    "columns are: ", join(t.columns), "; choose the columns to draw");
     } else {
       for (const std::string& c : options.y_columns)
         CTRAX_REQUIRE(t.column_index(c) >= 0, "plot_learning_curves: ", r.csv.string(), " has no column ", c,

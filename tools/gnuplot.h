@@ -66,8 +66,9 @@ MetricsTable read_metrics_csv(const std::filesystem::path& path);
 struct PlotOptions {
   // The x axis: the RL trainers' total environment steps (rl/agent.h).
   std::string x_column = "n_interactions";
-  // The curves per run. Empty: "return" and every eval_return_T<temperature> column the file
-  // has (those present; at least one must be).
+  // The curves per run. Empty: train/episode_return_mean, every eval*/return_mean and
+  // confirm/return_mean column the file has (those present; at least one must be; files written
+  // before these names existed: return and eval_return_T<temperature>).
   std::vector<std::string> y_columns;
   // The rows plotted: the RL trainers write phase "rl".
   std::string phase = "rl";

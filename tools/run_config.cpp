@@ -2,12 +2,14 @@
 // it understands (with its default and range) and then refuses any other key.
 #include "run_config.h"
 
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
 
 #include <ctrax/kernels/check.h>
 #include <ctrax/layers/core.h>
+#include <ctrax/layers/initializers.h>
 #include <ctrax/layers/models.h>
 #include <ctrax/layers/normalization.h>
 #include <ctrax/optim/adafactor.h>
@@ -52,16 +54,33 @@ struct ModelSpec {
   LayerFactory body;
   LayerFactory normalizer;
   double head_init_range = 0.0;
+  Initializer head_init, value_head_init;  // init = "orthogonal": the heads' kernels (else empty)
   int64_t injection_dim = 64, injection_layers = 1;  // Q-networks only (ActionValue)
 };
 
 // with_injection: the model is a Q-network (value.q_value), which also takes injection_dim and
 // injection_layers; other models refuse these keys.
-ModelSpec read_model(ConfigTable t, bool with_injection = false) {
+// The network kind decides the default head gain of init = "orthogonal": 0.01 for a policy
+// head, 1 for a value head (SB3's and CleanRL's); a joint model has both.
+enum class Network { policy, value, joint };
+
+ModelSpec read_model(ConfigTable t, Network network, bool with_injection = false) {
   ModelSpec m;
   const std::vector<int64_t> widths = t.integers("widths", {64, 64}, 1, 1 << 20);
   const std::string activation = t.choice("activation", "tanh", keys_of(activations()));
-  m.head_init_range = t.number("head_init_range", 0.0, 0.0, 1e6);
+  const std::string init = t.choice("init", "glorot", {"glorot", "orthogonal"});
+  const bool orthogonal_init = init == "orthogonal";
+  if (orthogonal_init && t.has("head_init_range"))
+    t.fail("head_init_range", "applies to init = \"glorot\"; with init = \"orthogonal\" give head_gain");
+  for (const char* key : {"init_gain", "head_gain", "value_head_gain"})
+    if (!orthogonal_init && t.has(key)) t.fail(key, "applies to init = \"orthogonal\"");
+  m.head_init_range = orthogonal_init ? 0.0 : t.number("head_init_range", 0.0, 0.0, 1e6);
+  double hidden_gain = 1.0;
+  if (orthogonal_init) {
+    hidden_gain = t.number("init_gain", std::sqrt(2.0), 0.0, 1e6);
+    m.head_init = orthogonal(t.number("head_gain", network == Network::value ? 1.0 : 0.01, 0.0, 1e6));
+    if (network == Network::joint) m.value_head_init = orthogonal(t.number("value_head_gain", 1.0, 0.0, 1e6));
+  }
   if (with_injection) {
     m.injection_dim = t.integer("injection_dim", 64, 1, 1 << 20);
     m.injection_layers = t.integer("injection_layers", 1, 1, 1000);
@@ -72,7 +91,13 @@ ModelSpec read_model(ConfigTable t, bool with_injection = false) {
   n.clip = t.number("normalize_clip", 1e12, 0.0, kInf);
   t.finish();
   const LayerFactory act = activations().at(activation);
-  if (!widths.empty()) m.body = [widths, act] { return MLP(widths, act, /*out_activation=*/true); };
+  MLPOptions mlp;
+  mlp.out_activation = true;
+  if (orthogonal_init) {
+    mlp.kernel_init = orthogonal(hidden_gain);
+    mlp.bias_init = constant_init(0.0);
+  }
+  if (!widths.empty()) m.body = [widths, act, mlp] { return MLP(widths, act, mlp); };
   if (normalize) m.normalizer = [n] { return Normalize(n); };
   return m;
 }
@@ -225,7 +250,9 @@ RunConfig read_run_config(toml::table config, const std::string& file) {
   ConfigTable root(config, file);
   c.algorithm = root.choice("algorithm", "PPO", algorithm_names());
   c.seed = static_cast<uint64_t>(root.integer("seed", 0, 0, kBig));
-  c.epochs = root.integer("epochs", 100, 1, kBig);
+  c.total_env_steps = root.optional_integer("total_env_steps", 1, kBig);
+  // With a step budget the epochs default to "as many as the budget takes".
+  c.epochs = root.integer("epochs", c.total_env_steps ? kBig : 100, 1, kBig);
   c.target_eval_return = root.optional_number("target_eval_return");
 
   {
@@ -258,9 +285,15 @@ RunConfig read_run_config(toml::table config, const std::string& file) {
     c.agent.eval_max_steps = t.optional_integer("eval_max_steps", 1, kBig);
     c.agent.only_eval = t.boolean("only_eval", false);
     c.agent.checkpoints_to_keep = static_cast<int>(t.integer("checkpoints_to_keep", 2, 1, 1000));
+    c.agent.checkpoint_every = t.integer("checkpoint_every", 1, 1, kBig);
+    c.agent.n_confirm_episodes = t.integer("n_confirm_episodes", 100, 1, kBig);
+    c.agent.anneal_learning_rate = t.boolean("anneal_learning_rate", false);
     t.finish();
     if (c.target_eval_return && (c.agent.n_eval_episodes == 0 || c.agent.eval_temperatures.empty()))
       root.fail("target_eval_return", "needs agent.n_eval_episodes >= 1 and an eval temperature");
+    c.agent.target_return = c.target_eval_return;
+    c.agent.max_epochs = c.epochs;
+    c.agent.total_env_steps = c.total_env_steps;
   }
 
   const EnvPtr env = make_env(c.env);
@@ -282,11 +315,14 @@ RunConfig read_run_config(toml::table config, const std::string& file) {
     c.joint.return_lambda = t.number("return_lambda", 1.0, 0.0, 1.0);
     c.joint.n_replay_epochs = c.task.n_replay_epochs;
     c.joint.seed = c.seed;
-    const ModelSpec m = read_model(t.table("model"));
+    const ModelSpec m = read_model(t.table("model"), Network::joint);
     read_training(t, c.joint.optimizer, c.joint.lr_schedule);
     c.joint.distribution = read_distribution(t.table("distribution"), actions);
     const int64_t n = c.joint.distribution->n_inputs();
-    c.make_joint_model = [n, m] { return PolicyAndValue(n, m.body, m.normalizer, m.head_init_range); };
+    c.make_joint_model = [n, m] {
+      return m.head_init ? PolicyAndValue(n, m.body, m.normalizer, m.head_init, m.value_head_init)
+                         : PolicyAndValue(n, m.body, m.normalizer, m.head_init_range);
+    };
     t.finish();
     if (c.algorithm == "PPOJoint") {
       ConfigTable a = root.table("ppo_joint");
@@ -319,11 +355,14 @@ RunConfig read_run_config(toml::table config, const std::string& file) {
     c.policy.policy_eval_steps = t.integer("eval_steps", 1, 1, kBig);
     c.policy.max_slice_length = slice_length(t, 1);
     c.policy.seed = c.seed;
-    const ModelSpec m = read_model(t.table("model"));
+    const ModelSpec m = read_model(t.table("model"), Network::policy);
     read_training(t, c.policy.policy_optimizer, c.policy.policy_lr_schedule);
     c.policy.distribution = read_distribution(t.table("distribution"), actions);
     const int64_t n = c.policy.distribution->n_inputs();
-    c.make_policy_model = [n, m] { return Policy(n, m.body, m.normalizer, m.head_init_range); };
+    c.make_policy_model = [n, m] {
+      return m.head_init ? Policy(n, m.body, m.normalizer, m.head_init)
+                         : Policy(n, m.body, m.normalizer, m.head_init_range);
+    };
     t.finish();
     if (has_value_network(c.algorithm)) {
       ConfigTable v = root.table("value");
@@ -341,6 +380,17 @@ RunConfig read_run_config(toml::table config, const std::string& file) {
       c.value.advantage_normalization_factor = v.number("advantage_normalization_factor", 1.0);
       c.value.n_replay_epochs = c.task.n_replay_epochs;
       c.value.seed = c.seed + 1;
+      // Rollout passes (SB3-style epochs) and their stabilisers.
+      c.value.rollout_passes = v.optional_integer("rollout_passes", 1, kBig);
+      if (c.value.rollout_passes) {
+        c.value.minibatch_size = v.integer("minibatch_size", 64, 1, kBig);
+        c.value.normalize_advantages_per_minibatch = v.boolean("normalize_advantages_per_minibatch", true);
+        c.value.target_kl = v.optional_number("target_kl", 1e-12, kInf);
+        c.value.value_clip = v.optional_number("value_clip", 1e-12, kInf);
+      } else {
+        for (const char* key : {"minibatch_size", "normalize_advantages_per_minibatch", "target_kl", "value_clip"})
+          if (v.has(key)) v.fail(key, "applies to rollout passes: give value.rollout_passes");
+      }
       // Q-value baselines: the value network becomes ActionValue (a Q-network); SamplingAWR
       // always uses one (the key may be given, but only as true).
       const bool sampling = c.algorithm == "SamplingAWR";
@@ -356,7 +406,7 @@ RunConfig read_run_config(toml::table config, const std::string& file) {
         c.value.vocab_size = discrete ? v.integer("vocab_size", k, k, 1 << 24) : 1;
         if (!discrete && v.has("vocab_size")) v.fail("vocab_size", "applies to discrete action spaces only");
       }
-      const ModelSpec m2 = read_model(v.table("model"), c.value.q_value);
+      const ModelSpec m2 = read_model(v.table("model"), Network::value, c.value.q_value);
       read_training(v, c.value.value_optimizer, c.value.value_lr_schedule);
       if (c.value.q_value) {
         const int64_t vocab = c.value.vocab_size;
@@ -365,7 +415,10 @@ RunConfig read_run_config(toml::table config, const std::string& file) {
                              m2.injection_layers);
         };
       } else {
-        c.make_value_model = [m2] { return Value(m2.body, m2.normalizer, m2.head_init_range); };
+        c.make_value_model = [m2] {
+          return m2.head_init ? Value(m2.body, m2.normalizer, m2.head_init)
+                              : Value(m2.body, m2.normalizer, m2.head_init_range);
+        };
       }
       v.finish();
       if (c.value.scale_value_targets && c.task.gamma >= 1.0)
@@ -375,6 +428,7 @@ RunConfig read_run_config(toml::table config, const std::string& file) {
       ConfigTable a = root.table("ppo");
       c.ppo.epsilon = a.number("epsilon", 0.2, 1e-9, 0.999999);
       c.ppo.entropy_coeff = a.number("entropy_coeff", 0.01, 0.0, kInf);
+      c.ppo.anneal_epsilon = a.boolean("anneal_epsilon", false);
       a.finish();
     } else if (c.algorithm == "A2C") {
       ConfigTable a = root.table("a2c");

@@ -7,12 +7,18 @@
 //
 //   algorithm = "PPO"      PolicyGradient, A2C, PPO, AWR, SamplingAWR, PPOJoint, A2CJoint, AWRJoint
 //   seed = 0               the task's key and the networks' initial weights
-//   epochs = 100           >= 1
-//   target_eval_return     optional: stop once the first eval temperature's return reaches it
+//   epochs = 100           >= 1 (with total_env_steps: default unlimited)
+//   total_env_steps        optional: the run's budget of environment steps (SB3's n_timesteps),
+//                          the initial random trajectories included; the epoch that reaches it
+//                          is the last
+//   target_eval_return     optional: stop once a confirmation of agent.n_confirm_episodes
+//                          episodes, run when the routine evaluation (the first eval temperature)
+//                          reaches it, confirms it (rl/agent.h); absent: no early stop
 //   [task]        env, n_envs, n_eval_envs, initial_trajectories, gamma, max_steps, time_limit,
 //                 n_replay_epochs                                       (RLTaskOptions)
 //   [agent]       n_trajectories_per_epoch | n_interactions_per_epoch, n_eval_episodes,
-//                 eval_temperatures, eval_max_steps, only_eval, checkpoints_to_keep (AgentOptions)
+//                 eval_temperatures, eval_max_steps, only_eval, checkpoints_to_keep,
+//                 checkpoint_every, n_confirm_episodes, anneal_learning_rate (AgentOptions)
 //   [policy]      batch_size, train_steps_per_epoch, evals_per_epoch, eval_steps, max_slice_length
 //                 (0: whole trajectories)         (PolicyAgentOptions; not for joint algorithms)
 //   [value]       batch_size, train_steps_per_epoch, evals_per_epoch, eval_steps, n_shared_layers,
@@ -21,18 +27,21 @@
 //                 advantage_normalization_epsilon, advantage_normalization_factor; Q-value
 //                 baselines: q_value (default false; always true for SamplingAWR), and with it
 //                 q_value_aggregate_max, q_value_direct_advantages, q_value_n_samples,
-//                 vocab_size (Discrete(k) spaces; default k)  (ActorCriticOptions; A2C, PPO, AWR,
-//                 SamplingAWR)
+//                 vocab_size (Discrete(k) spaces; default k); rollout passes (SB3-style epochs):
+//                 rollout_passes, minibatch_size, normalize_advantages_per_minibatch, target_kl,
+//                 value_clip  (ActorCriticOptions; A2C, PPO, AWR, SamplingAWR)
 //   [joint]       batch_size, train_steps_per_epoch, supervised_evals_per_epoch,
 //                 supervised_eval_steps, max_slice_length, normalize_advantages, return_lambda
 //                 (ActorCriticJointOptions; joint algorithms)
-//   [<network>.model]        widths, activation, head_init_range, normalize, normalize_sample_limit,
-//                            normalize_clip (an MLP body; <network> is policy, value or joint);
+//   [<network>.model]        widths, activation, init (glorot, orthogonal), head_init_range (glorot),
+//                            init_gain, head_gain, value_head_gain (joint) (orthogonal), normalize,
+//                            normalize_sample_limit, normalize_clip (an MLP body; <network> is
+//                            policy, value or joint);
 //                            with value.q_value also injection_dim, injection_layers (ActionValue)
 //   [<network>.optimizer]    name (adam, adamw, sgd, momentum, rmsprop, adafactor) and its options
 //   [<network>.lr_schedule]  name (constant, multifactor, linear_annealing) and its options
 //   [<network>.distribution] std, learn_std (none, shared, separate): Box action spaces only
-//   [ppo] epsilon, entropy_coeff     [a2c] entropy_coeff     [awr] beta, w_max, entropy_coeff
+//   [ppo] epsilon, entropy_coeff, anneal_epsilon     [a2c] entropy_coeff     [awr] beta, w_max, entropy_coeff
 //   [sampling_awr] beta, w_max, entropy_coeff, reweight
 //   [ppo_joint] epsilon, value_loss_coeff, entropy_coeff     [a2c_joint] value_loss_coeff,
 //   entropy_coeff     [awr_joint] beta, w_max, value_loss_coeff, entropy_coeff
@@ -61,6 +70,7 @@ struct RunConfig {
   std::string algorithm;
   uint64_t seed = 0;
   int64_t epochs = 100;
+  std::optional<int64_t> total_env_steps;
   std::optional<double> target_eval_return;
   std::string env;
   RLTaskOptions task;

@@ -460,8 +460,8 @@ TEST_CASE("Agents with only_eval collect for evaluation, store nothing and train
   CHECK(agent.policy_trainer().step() == 0);
   CHECK(agent.value_trainer().step() == 0);
   CHECK(bitwise_equal(before, agent.policy_trainer().weights()));
-  CHECK(row.count("return") == 1);
-  CHECK(row.count("eval_return_T0") == 1);
+  CHECK(row.count("train/episodes") == 1);
+  CHECK(row.count("eval/return_mean") == 1);
   CHECK(row.count("policy/loss") == 0);
   CHECK(agent.avg_returns().size() == 2);
   CHECK(agent.avg_returns()[0] > 0);

@@ -457,7 +457,9 @@ TEST_CASE("Q-value SamplingAWR improves the evaluation return on CartPole-v1 wit
   agent.run(5);
   const std::vector<double>& eval = agent.eval_returns().at(0.0);
   const double best = *std::max_element(eval.begin(), eval.end());
-  MESSAGE("SamplingAWR eval returns: first ", eval.front(), ", best of 5 ", best);
-  CHECK(eval.front() < 20.0);
+  // The first evaluation follows the first epoch's training (rl/agent.h); the collection of that
+  // epoch, by the untrained policy, is the baseline.
+  MESSAGE("SamplingAWR: first collection ", agent.avg_returns().front(), ", eval returns best of 5 ", best);
+  CHECK(agent.avg_returns().front() < 30.0);
   CHECK(best >= 50.0);
 }

@@ -43,7 +43,7 @@ signature_is() {  # FILE HEX: the file starts with these bytes
 
 # ---- help ------------------------------------------------------------------------------------
 expect_ok help "$ctrax" --help
-for command in train resume eval plot rollout list bench; do
+for command in train resume eval plot rollout list bench sweep report; do
   expect_ok "help_$command" "$ctrax" "$command" --help
   grep -q "Usage" "help_$command.out" || fail "ctrax $command --help prints no usage"
 done
@@ -54,7 +54,12 @@ for f in run.toml config.toml metrics.csv metrics.jsonl checkpoints; do
   [[ -e run1/$f ]] || fail "train wrote no run1/$f"
 done
 ls run1/events.out.tfevents.* >/dev/null 2>&1 || fail "train wrote no TensorBoard event file"
-grep -q "PPO finished on CartPole-v1: epoch 2" train.out || fail "train summary: $(cat train.out)"
+grep -q "PPO on CartPole-v1: epoch 2, " train.out || fail "train summary: $(cat train.out)"
+# The final epoch confirms the policy on 100 episodes and says what it showed.
+grep -Eq "final policy: mean [0-9.]+ \+- [0-9.]+ over 100 episodes \(95% CI" train.out ||
+  fail "train: no final confirmation line: $(cat train.out)"
+grep -q "the target 475 was not confirmed" train.out || fail "train: the unmet target is not said: $(cat train.out)"
+ls run1/checkpoints/best/checkpoint-0000000002.json >/dev/null 2>&1 || fail "train wrote no best checkpoint"
 [[ $(grep -c '"phase": "rl"' run1/metrics.jsonl) -eq 2 ]] || fail "metrics.jsonl does not hold 2 epochs"
 grep -q '^seed = 1' run1/config.toml || fail "config.toml does not hold the resolved seed"
 if command -v gnuplot >/dev/null; then
@@ -63,9 +68,23 @@ else
   echo "gnuplot is not installed: the PNG, GIF and plot checks are skipped" >&2
 fi
 
-expect_ok eval "$ctrax" eval run1 --episodes 2
-grep -Eq "PPO on CartPole-v1, epoch 2: 2 episodes at temperature 0: mean return [0-9.]+" eval.out ||
+before=$(fingerprint run1)
+expect_ok eval "$ctrax" eval run1 --episodes 3 --output "$work/episodes.csv"
+grep -Eq "PPO on CartPole-v1, epoch 2 \(latest checkpoint\), temperature 0, seed 0:" eval.out ||
   fail "eval output: $(cat eval.out)"
+grep -Eq "return  mean [0-9.]+ \+- [0-9.]+ over 3 episodes \(95% CI [0-9.-]+ to [0-9.]+\); min [0-9.]+, median [0-9.]+, max" eval.out ||
+  fail "eval statistics: $(cat eval.out)"
+[[ $(head -1 episodes.csv) == "episode,return,length" && $(wc -l <episodes.csv) -eq 4 ]] ||
+  fail "eval --output: $(cat episodes.csv)"
+expect_ok eval_jsonl "$ctrax" eval run1 --episodes 2 --checkpoint best --output "$work/episodes.jsonl"
+grep -q "(best checkpoint)" eval_jsonl.out || fail "eval --checkpoint best: $(cat eval_jsonl.out)"
+[[ $(grep -c '"return": ' episodes.jsonl) -eq 2 ]] || fail "eval --output .jsonl: $(cat episodes.jsonl)"
+expect_ok eval_epoch "$ctrax" eval run1 --episodes 2 --checkpoint 1
+grep -q "epoch 1 (epoch 1 checkpoint)" eval_epoch.out || fail "eval --checkpoint 1: $(cat eval_epoch.out)"
+[[ "$(fingerprint run1)" == "$before" ]] || fail "eval changed the run directory"
+expect_bad eval_no_epoch "has no checkpoint of epoch 7; it has: 1, 2" "$ctrax" eval run1 --checkpoint 7
+expect_bad eval_bad_choice 'a checkpoint is "latest", "best" or an epoch number' "$ctrax" eval run1 --checkpoint newest
+expect_bad eval_bad_output "give a .csv or .jsonl file" "$ctrax" eval run1 --output episodes.txt
 if command -v gnuplot >/dev/null; then
   before=$(fingerprint run1)
   expect_ok render_gif "$ctrax" eval run1 --episodes 1 --render "$work/episode.gif"
@@ -98,6 +117,22 @@ if command -v gnuplot >/dev/null; then
   expect_ok plot "$ctrax" plot run1 run2 -o "$work/both.png"
   signature_is both.png 89504e47
 fi
+
+# ---- resume from an earlier checkpoint, sweep and report ----------------------------------------
+cp -r run1 older
+expect_ok resume_older "$ctrax" resume older --checkpoint 1 --epochs 3
+grep -q "resuming older at epoch 1 (epoch 1 checkpoint)" resume_older.out || fail "resume --checkpoint 1: $(cat resume_older.out)"
+[[ $(grep -c '"phase": "rl"' older/metrics.jsonl) -eq 3 ]] || fail "resume --checkpoint 1 did not replace epoch 2's row"
+expect_ok sweep "$ctrax" sweep "$configs/ppo_cartpole.toml" --seeds 2 --first-seed 5 --jobs 2 --output-dir sweeps \
+  --set epochs=2 "${tiny[@]}"
+for s in 5 6; do
+  [[ -f sweeps/ppo_cartpole/seed_$s/run.toml && -s sweeps/ppo_cartpole/seed_$s.log ]] || fail "sweep: no run or log for seed $s"
+done
+grep -q "| ppo_cartpole | PPO | CartPole-v1 | 475.0 | 0/2 |" sweep.out || fail "sweep report: $(cat sweep.out)"
+[[ -f sweeps/ppo_cartpole/report.md ]] || fail "sweep wrote no report.md"
+expect_ok report "$ctrax" report sweeps run1 --output "$work/report.md"
+grep -q "All configurations: 0 of 3 runs solved" report.out || fail "report over groups: $(cat report.out)"
+mkdir -p no_runs && expect_bad report_nothing "holds no run directory" "$ctrax" report no_runs
 expect_ok list "$ctrax" list
 grep -q "CartPole-v1" list.out && grep -q "SamplingAWR" list.out || fail "list: $(cat list.out)"
 expect_ok bench "$ctrax" bench
@@ -139,8 +174,8 @@ expect_bad eval_future "format version 99" "$ctrax" eval future
 
 # A corrupted checkpoint: every byte of its tensors file flipped in the middle.
 cp -r run1 corrupt
-newest=$(ls -d corrupt/checkpoints/* | grep -v manifest | sort | tail -1)
-data=$(find corrupt/checkpoints -name '*.safetensors' | sort | tail -1)
+newest=$(ls -d corrupt/checkpoints/checkpoint-* | grep -v manifest | sort | tail -1)
+data=$(find corrupt/checkpoints -maxdepth 1 -name '*.safetensors' | sort | tail -1)
 [[ -n "$data" ]] || fail "no .safetensors file in the checkpoint ($newest)"
 size=$(stat -c %s "$data")
 printf '\xff\xff\xff\xff\xff\xff\xff\xff' | dd of="$data" bs=1 seek=$((size / 2)) conv=notrunc status=none

@@ -247,7 +247,7 @@ TEST_CASE("Plot learning curves errors: no runs, extension, missing metrics.csv,
     sink.write(1, "rl", {{"loss", 0.5}, {"n_interactions", 10}});
   }
   CHECK_THROWS_WITH_AS(tools::plot_learning_curves({dir / "odd"}, dir / "c.png"),
-                       doctest::Contains("has no return or eval_return_T* column"), Error);
+                       doctest::Contains("has no train/episode_return_mean, eval*/return_mean or confirm/return_mean column"), Error);
   fs::create_directories(dir / "blank");
   {
     ctrax::CsvMetricsSink sink(dir / "blank" / "metrics.csv", {"n_interactions", "return"});

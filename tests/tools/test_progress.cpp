@@ -23,14 +23,17 @@ struct Captured {
 };
 
 ctrax::Metrics row(double steps, double ret, double eval) {
-  return {{"n_interactions", steps}, {"return", ret}, {"eval_return_T0", eval}, {"env_steps_per_second", 1000.0}};
+  return {{"n_interactions", steps},
+          {"train/episode_return_mean", ret},
+          {"eval/return_mean", eval},
+          {"time/env_steps_per_second", 1000.0}};
 }
 
 }  // namespace
 
 TEST_CASE("Progress: on a terminal one line is rewritten in place and ended at the last epoch") {
   Captured out;
-  ctrax::tools::Progress progress(out.file, /*terminal=*/true, 0, 3, "eval_return_T0");
+  ctrax::tools::Progress progress(out.file, /*terminal=*/true, 0, 3, "eval/return_mean");
   progress.epoch(1, row(100, 10.5, 20.0), false);
   progress.epoch(2, row(200, 11.5, 21.0), false);
   progress.epoch(3, row(300, 12.5, 22.0), true);

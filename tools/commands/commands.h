@@ -19,5 +19,6 @@ void add_plot_command(CLI::App& app, int& status);
 void add_rollout_command(CLI::App& app, int& status);
 void add_list_command(CLI::App& app, int& status);
 void add_bench_command(CLI::App& app, int& status);
+void add_report_commands(CLI::App& app, int& status);  // report, sweep
 
 }  // namespace ctrax::tools

@@ -28,6 +28,7 @@
 #include <ctrax/kernels/cuda/runtime.h>
 #include <ctrax/kernels/parallel.h>
 #include <ctrax/optim/metrics_tensorboard.h>
+#include <ctrax/rl/evaluation.h>
 #include <ctrax/tensor/device.h>
 
 #include "../config.h"
@@ -52,17 +53,36 @@ extern "C" void request_stop(int signal) {
   std::signal(signal, SIG_DFL);
 }
 
-// Runs until the epochs are done, the target is reached or a stop is requested.
-// rewrite_config: save config.resolved to config.toml once the checkpoint is restored (resume
-// --epochs; a refused checkpoint leaves the file as it was).
-int train_until_done(const RunConfig& config, const fs::path& dir, int64_t total_epochs, bool rewrite_config = false) {
+// What the run showed, for the final message: the confirmation that solved it, or the final
+// policy's and the best one's.
+std::string outcome(const Agent& agent, const RunConfig& config) {
+  const std::optional<Confirmation>& last = agent.last_confirmation();
+  const std::optional<Confirmation>& best = agent.best_confirmation();
+  std::ostringstream text;
+  if (agent.solved() && last) {
+    text << "solved: " << describe(last->summary) << " at epoch " << last->epoch << " (target "
+         << *config.target_eval_return << ")";
+    return text.str();
+  }
+  if (last) text << "final policy: " << describe(last->summary);
+  if (config.target_eval_return)
+    text << (last ? "; " : "") << "the target " << *config.target_eval_return << " was not confirmed";
+  if (best && (!last || best->epoch != last->epoch))
+    text << "; best confirmed: epoch " << best->epoch << ", " << describe(best->summary) << " (ctrax eval --checkpoint best)";
+  return text.str();
+}
+
+// Runs until the agent is done (solved, its epochs or its step budget reached) or a stop is
+// requested. rewrite_config: save config.resolved to config.toml once the checkpoint is
+// restored (resume --epochs; a refused checkpoint leaves the file as it was).
+int train_until_done(const RunConfig& config, const fs::path& dir, bool rewrite_config = false) {
   std::unique_ptr<RLTask> task = make_task(config);
   RunConfig with_sinks = config;
   auto events = std::make_shared<TensorBoardMetricsSink>(dir);
   with_sinks.agent.sinks.push_back(events);
   std::unique_ptr<Agent> agent;
   try {
-    agent = make_agent(with_sinks, *task, dir);  // restores the newest checkpoint, if any
+    agent = make_agent(with_sinks, *task, dir);  // restores the chosen checkpoint, if any
   } catch (...) {
     // A refused checkpoint leaves the run directory as it was: no new event file.
     std::error_code ignored;
@@ -75,35 +95,34 @@ int train_until_done(const RunConfig& config, const fs::path& dir, int64_t total
     io::write_file_atomically(dir / "config.toml", text.str());
   }
   const int64_t first_epoch = agent->epoch();
-  if (first_epoch > 0) std::printf("resuming %s at epoch %lld\n", dir.c_str(), static_cast<long long>(first_epoch));
-  if (first_epoch >= total_epochs) {
-    std::printf("%s is at epoch %lld of %lld: nothing to do (give --epochs to train longer)\n", dir.c_str(),
-                static_cast<long long>(first_epoch), static_cast<long long>(total_epochs));
+  if (first_epoch > 0)
+    std::printf("resuming %s at epoch %lld (%s checkpoint)\n", dir.c_str(), static_cast<long long>(first_epoch),
+                config.agent.restore_from.to_string().c_str());
+  if (agent->done()) {
+    std::printf("%s is at epoch %lld, %lld environment steps: nothing to do (%s)\n", dir.c_str(),
+                static_cast<long long>(first_epoch), static_cast<long long>(task->n_interactions()),
+                agent->solved() ? "it is solved; --checkpoint N continues from an earlier epoch"
+                                : "its epochs or step budget are spent; give --epochs to train longer");
     return 0;
   }
   std::string eval_key;
-  if (!config.agent.eval_temperatures.empty() && config.agent.n_eval_episodes > 0) {
-    std::ostringstream name;
-    name.precision(6);
-    name << "eval_return_T" << config.agent.eval_temperatures.front();
-    eval_key = name.str();
-  }
+  if (!config.agent.eval_temperatures.empty() && config.agent.n_eval_episodes > 0)
+    eval_key = eval_metric_prefix(config.agent.eval_temperatures.front()) + "return_mean";
 
   g_stop_requested = 0;
   std::signal(SIGINT, request_stop);
   std::signal(SIGTERM, request_stop);
-  Progress progress(stdout, ::isatty(::fileno(stdout)) == 1, first_epoch, total_epochs, eval_key);
+  Progress progress(stdout, ::isatty(::fileno(stdout)) == 1, first_epoch, config.epochs, eval_key, 2.0,
+                    config.total_env_steps);
   const auto start = std::chrono::steady_clock::now();
-  Metrics row;
-  bool reached = false;
-  while (agent->epoch() < total_epochs && !reached && !g_stop_requested) {
-    row = agent->run(1);
-    reached = config.target_eval_return && !eval_key.empty() && row.at(eval_key) >= *config.target_eval_return;
-    progress.epoch(agent->epoch(), row, agent->epoch() == total_epochs || reached || g_stop_requested);
+  while (!agent->done() && !g_stop_requested) {
+    const Metrics row = agent->run(1);
+    progress.epoch(agent->epoch(), row, agent->done() || g_stop_requested);
   }
   progress.end_line();
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
+  if (g_stop_requested) agent->save();  // the epoch's checkpoint, whatever checkpoint_every says
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   // The learning curve is a convenience: without gnuplot the run still succeeds.
@@ -126,12 +145,13 @@ int train_until_done(const RunConfig& config, const fs::path& dir, int64_t total
   }
   std::ostringstream summary;
   summary.precision(1);
-  summary << std::fixed << config.algorithm << (reached ? " reached the target" : " finished") << " on "
-          << config.env << ": epoch " << agent->epoch() << ", " << task->n_interactions() << " environment steps, "
-          << seconds << " s";
-  if (!eval_key.empty() && row.count(eval_key)) summary << ", evaluation return " << row.at(eval_key);
-  std::printf("%s\noutputs in %s (metrics.csv, metrics.jsonl, TensorBoard events, checkpoints%s)\n",
-              summary.str().c_str(), dir.c_str(), curve_note.c_str());
+  summary << std::fixed << config.algorithm << " on " << config.env << ": epoch " << agent->epoch() << ", "
+          << task->n_interactions() << " environment steps (the initial random ones included), " << seconds
+          << " s\n"
+          << outcome(*agent, config);
+  std::printf("%s\noutputs in %s (metrics.csv, metrics.jsonl, TensorBoard events, checkpoints%s%s)\n",
+              summary.str().c_str(), dir.c_str(), agent->best_confirmation() ? ", checkpoints/best" : "",
+              curve_note.c_str());
   return 0;
 }
 
@@ -188,22 +208,32 @@ int train(TrainArgs args) {
     make_agent(config, *probe_task, "");
   }
   create_run_directory(dir, config);  // refuses a directory that holds a run, before writing
-  return train_until_done(config, dir, config.epochs);
+  return train_until_done(config, dir);
 }
 
-int resume(const std::string& run_dir, std::optional<int64_t> epochs, const std::string& device,
-           std::optional<int> threads) {
-  const Device on = device_and_threads(device, threads);
-  const fs::path dir(run_dir);
+struct ResumeArgs {
+  std::string run_dir;
+  std::optional<int64_t> epochs;
+  std::string device = "cpu";
+  std::optional<int> threads;
+  std::string checkpoint = "latest";
+};
+
+int resume(const ResumeArgs& args) {
+  const Device on = device_and_threads(args.device, args.threads);
+  const CheckpointChoice choice = CheckpointChoice::parse(args.checkpoint);
+  const fs::path dir(args.run_dir);
   RunConfig config = open_run_directory(dir);
   config.agent.device = on;
-  CTRAX_REQUIRE(fs::exists(dir / "checkpoints"), run_dir, " holds no checkpoint to resume from");
-  if (epochs) {
-    CTRAX_REQUIRE(*epochs >= 1, "--epochs must be >= 1, got ", *epochs);
-    config.epochs = *epochs;
-    config.resolved.insert_or_assign("epochs", *epochs);
+  config.agent.restore_from = choice;
+  CTRAX_REQUIRE(fs::exists(dir / "checkpoints"), args.run_dir, " holds no checkpoint to resume from");
+  if (args.epochs) {
+    CTRAX_REQUIRE(*args.epochs >= 1, "--epochs must be >= 1, got ", *args.epochs);
+    config.epochs = *args.epochs;
+    config.agent.max_epochs = *args.epochs;
+    config.resolved.insert_or_assign("epochs", *args.epochs);
   }
-  return train_until_done(config, dir, config.epochs, /*rewrite_config=*/epochs.has_value());
+  return train_until_done(config, dir, /*rewrite_config=*/args.epochs.has_value());
 }
 
 }  // namespace
@@ -221,17 +251,17 @@ void add_train_commands(CLI::App& app, int& status) {
   train_cmd->add_option("--threads", args->threads, "CPU threads (default: all; or CTRAX_NUM_THREADS)");
   train_cmd->callback([args, &status] { status = train(*args); });
 
-  auto run_dir = std::make_shared<std::string>();
-  auto epochs = std::make_shared<std::optional<int64_t>>();
-  auto device = std::make_shared<std::string>("cpu");
-  auto threads = std::make_shared<std::optional<int>>();
+  auto resume_args = std::make_shared<ResumeArgs>();
   CLI::App* resume_cmd =
-      app.add_subcommand("resume", "continue a run from its newest checkpoint (after Ctrl-C, or to train longer)");
-  resume_cmd->add_option("run_dir", *run_dir, "the run directory that `ctrax train` wrote")->required();
-  resume_cmd->add_option("--epochs", *epochs, "the new total number of epochs (default: the run's)");
-  resume_cmd->add_option("--device", *device, "where the networks train: cpu, cuda or cuda:N (default cpu)");
-  resume_cmd->add_option("--threads", *threads, "CPU threads (default: all; or CTRAX_NUM_THREADS)");
-  resume_cmd->callback([=, &status] { status = resume(*run_dir, *epochs, *device, *threads); });
+      app.add_subcommand("resume", "continue a run from a checkpoint (after Ctrl-C, or to train longer)");
+  resume_cmd->add_option("run_dir", resume_args->run_dir, "the run directory that `ctrax train` wrote")->required();
+  resume_cmd->add_option("--epochs", resume_args->epochs, "the new total number of epochs (default: the run's)");
+  resume_cmd->add_option("--checkpoint", resume_args->checkpoint,
+                         "latest (default), best (the best confirmed policy) or an epoch number; checkpoints "
+                         "after it are removed");
+  resume_cmd->add_option("--device", resume_args->device, "where the networks train: cpu, cuda or cuda:N (default cpu)");
+  resume_cmd->add_option("--threads", resume_args->threads, "CPU threads (default: all; or CTRAX_NUM_THREADS)");
+  resume_cmd->callback([resume_args, &status] { status = resume(*resume_args); });
 }
 
 }  // namespace ctrax::tools
