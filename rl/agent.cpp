@@ -186,7 +186,9 @@ Confirmation Agent::confirm() {
   Confirmation c;
   c.epoch = epoch_;
   c.summary = summarize_episodes(stats.returns, stats.lengths);
-  c.solved = options_.target_return && c.summary.return_mean >= *options_.target_return;
+  const double judged = options_.confirm_statistic == AgentOptions::ConfirmStatistic::mean ? c.summary.return_mean
+                                                                                          : c.summary.return_ci95_low;
+  c.solved = options_.target_return && judged >= *options_.target_return;
   return c;
 }
 
@@ -198,11 +200,15 @@ bool Agent::final_epoch() const {
 bool Agent::done() const { return solved_ || final_epoch(); }
 
 double Agent::progress() const {
-  if (options_.total_env_steps)
-    return std::min(1.0, static_cast<double>(task_.n_interactions()) / static_cast<double>(*options_.total_env_steps));
-  if (options_.max_epochs)
-    return std::min(1.0, static_cast<double>(std::max<int64_t>(epoch_ - 1, 0)) /
-                             static_cast<double>(*options_.max_epochs));
+  // Within an epoch, what was done before its collection; between epochs, everything so far.
+  if (options_.total_env_steps) {
+    const int64_t steps = epoch_start_steps_ ? *epoch_start_steps_ : task_.n_interactions();
+    return std::min(1.0, static_cast<double>(steps) / static_cast<double>(*options_.total_env_steps));
+  }
+  if (options_.max_epochs) {
+    const int64_t epochs = epoch_start_steps_ ? epoch_ - 1 : epoch_;
+    return std::min(1.0, static_cast<double>(epochs) / static_cast<double>(*options_.max_epochs));
+  }
   return 0.0;
 }
 
@@ -239,6 +245,7 @@ Metrics Agent::run(int64_t n_epochs) {
   if (!last_row_time_) last_row_time_ = std::chrono::steady_clock::now();
   for (int64_t e = 0; e < n_epochs && !done(); ++e) {
     epoch_ += 1;
+    epoch_start_steps_ = task_.n_interactions();
     row.clear();
 
     CollectOptions collect;
@@ -264,6 +271,7 @@ Metrics Agent::run(int64_t n_epochs) {
     }
     row["time/train_seconds"] = seconds_since(train_start);
 
+    epoch_start_steps_.reset();
     const auto eval_start = std::chrono::steady_clock::now();
     const std::optional<Confirmation> best_before = best_confirmation_;
     evaluate_epoch(row);

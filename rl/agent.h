@@ -107,6 +107,9 @@ struct AgentOptions {
   // Stopping (see the top of this file). With a target, n_eval_episodes must be >= 1.
   std::optional<double> target_return;         // finite; none: no early stop
   int64_t n_confirm_episodes = 100;            // >= 1
+  // What of the confirmation must reach the target: its mean, or the lower end of its 95%
+  // interval (stricter: a policy that just makes the target on average is not taken).
+  enum class ConfirmStatistic { mean, ci95_low } confirm_statistic = ConfirmStatistic::mean;
   std::optional<int64_t> max_epochs;           // >= 1: the run's length in epochs
   std::optional<int64_t> total_env_steps;      // >= 1: the run's budget of environment steps, the
                                                // initial random trajectories' included
@@ -147,15 +150,17 @@ class Agent {
   // Solved, or max_epochs or total_env_steps reached: run() does nothing more.
   bool done() const;
   bool solved() const { return solved_; }
-  // The fraction of the run done before the current epoch's collection: n_interactions /
-  // total_env_steps, else (epoch - 1) / max_epochs, else 0; in [0, 1].
+  // The fraction of the run done: during an epoch's training, what was done before its
+  // collection (n_interactions then / total_env_steps, else (epoch - 1) / max_epochs); between
+  // epochs, everything so far; 0 without either limit. In [0, 1].
   double progress() const;
   // The latest and the best confirmation so far (nullopt before the first).
   const std::optional<Confirmation>& last_confirmation() const { return last_confirmation_; }
   const std::optional<Confirmation>& best_confirmation() const { return best_confirmation_; }
   // Plays n_confirm_episodes episodes of the current policy at the first eval temperature on
   // seeds derived from the epoch under a tag of their own (RLTask::evaluation_seed), without
-  // changing any statistics or counter; `solved` compares with target_return (false without).
+  // changing any statistics or counter; `solved` compares its confirm_statistic with
+  // target_return (false without a target).
   Confirmation confirm();
 
   int64_t epoch() const { return epoch_; }
@@ -228,6 +233,7 @@ class Agent {
   bool solved_ = false;
   std::optional<Confirmation> last_confirmation_, best_confirmation_;
   double last_checkpoint_seconds_ = 0.0;
+  std::optional<int64_t> epoch_start_steps_;  // set from an epoch's start to the end of its training
   std::optional<std::chrono::steady_clock::time_point> last_row_time_;
 };
 

@@ -287,6 +287,9 @@ RunConfig read_run_config(toml::table config, const std::string& file) {
     c.agent.checkpoints_to_keep = static_cast<int>(t.integer("checkpoints_to_keep", 2, 1, 1000));
     c.agent.checkpoint_every = t.integer("checkpoint_every", 1, 1, kBig);
     c.agent.n_confirm_episodes = t.integer("n_confirm_episodes", 100, 1, kBig);
+    c.agent.confirm_statistic = t.choice("confirm_statistic", "mean", {"mean", "ci95_low"}) == "mean"
+                                    ? AgentOptions::ConfirmStatistic::mean
+                                    : AgentOptions::ConfirmStatistic::ci95_low;
     c.agent.anneal_learning_rate = t.boolean("anneal_learning_rate", false);
     t.finish();
     if (c.target_eval_return && (c.agent.n_eval_episodes == 0 || c.agent.eval_temperatures.empty()))

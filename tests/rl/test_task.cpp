@@ -729,3 +729,46 @@ TEST_CASE("RLTask: bad inputs") {
   wrong.push_back(make_trajectory(3, true));  // observations [4, 2], the space has [1]
   CHECK_THROWS_WITH_AS(task.add_trajectories(1, std::move(wrong)), doctest::Contains("has observations"), Error);
 }
+
+TEST_CASE("RLTask: episode returns are whole across collection boundaries, and survive a checkpoint") {
+  // Countdown(5): every episode is 5 steps of reward 1; collections of 3 steps cut them.
+  RLTaskOptions o;
+  o.initial_trajectories = 0;
+  RLTask task([] { return std::make_unique<Countdown>(5); }, o);
+  auto rec = std::make_shared<Recorder>();
+  ctrax::CollectOptions three;
+  three.n_interactions = 3;
+  const ctrax::CollectStats first = task.collect_trajectories(fixed_policy(0, rec), three);
+  CHECK(first.episode_returns.empty());  // 3 of 5 steps: no episode ended
+  CHECK(first.returns.empty());  // the piece cut at the boundary closes after collection: not counted
+  // The episode's state in progress goes into a checkpoint and comes back.
+  std::map<std::string, Tensor> tensors;
+  ctrax::io::ManifestFields fields;
+  task.export_state(tensors, fields, "task/");
+  CHECK(tensors.at("task/episode_returns").to_vector<double>() == std::vector<double>{3.0});
+  CHECK(tensors.at("task/episode_lengths").to_vector<int64_t>() == std::vector<int64_t>{3});
+  const ctrax::CollectStats second = task.collect_trajectories(fixed_policy(0, rec), three);
+  // Steps 4 and 5 end the episode: its whole return is 5, although this collection's piece has 2.
+  CHECK(second.episode_returns == std::vector<double>{5.0});
+  CHECK(second.episode_lengths == std::vector<int64_t>{5});
+  CHECK(second.returns.front() == 2.0);
+  // Evaluation reports whole episodes in returns and none in episode_returns.
+  ctrax::CollectOptions eval;
+  eval.n_trajectories = 2;
+  eval.only_eval = true;
+  const ctrax::CollectStats e = task.collect_trajectories(fixed_policy(0, rec), eval);
+  CHECK(e.returns == std::vector<double>{5.0, 5.0});
+  CHECK(e.lengths == std::vector<int64_t>{5, 5});
+  CHECK(e.episode_returns.empty());
+  // An explicit eval seed leaves the collection counter alone; eval_seed without only_eval is refused.
+  const int64_t before = task.n_collections();
+  eval.eval_seed = task.evaluation_seed(1, 0);
+  task.collect_trajectories(fixed_policy(0, rec), eval);
+  CHECK(task.n_collections() == before);
+  CHECK(task.evaluation_seed(1, 0) != task.evaluation_seed(2, 0));
+  CHECK(task.evaluation_seed(1, 0) != task.evaluation_seed(1, 1));
+  CHECK_THROWS_AS(task.evaluation_seed(0, 0), ctrax::Error);
+  three.eval_seed = 1;
+  CHECK_THROWS_WITH_AS(task.collect_trajectories(fixed_policy(0, rec), three),
+                       doctest::Contains("eval_seed applies to evaluation"), ctrax::Error);
+}

@@ -4,10 +4,12 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
 #include <config.h>
+#include <ctrax/ctrax.h>
 #include <ctrax/kernels/check.h>
 
 using ctrax::Error;
@@ -180,4 +182,72 @@ TEST_CASE("Run configs: Q-value baselines and SamplingAWR") {
                        doctest::Contains("value.vocab_size: applies to discrete action spaces only"), Error);
   CHECK_THROWS_WITH_AS(read("algorithm = \"AWR\"\n" + agent + "[sampling_awr]\nbeta = 1.0\n"),
                        doctest::Contains("sampling_awr: unknown key"), Error);
+}
+
+TEST_CASE("Run configs: orthogonal initialisation with gains, rollout passes, annealing and stopping keys") {
+  auto read = [](const std::string& text) { return read_run_config(parse_config_text(text, "run.toml"), "run.toml"); };
+  const ctrax::tools::RunConfig c = read(
+      "algorithm = \"PPO\"\ntotal_env_steps = 5000\ntarget_eval_return = 100.0\n"
+      "[task]\nenv = \"CartPole-v1\"\n"
+      "[agent]\nn_interactions_per_epoch = 64\nn_eval_episodes = 2\nconfirm_statistic = \"ci95_low\"\n"
+      "n_confirm_episodes = 30\ncheckpoint_every = 5\nanneal_learning_rate = true\n"
+      "[policy]\nmodel = { widths = [8, 8], init = \"orthogonal\", head_gain = 0.5 }\n"
+      "[value]\nrollout_passes = 3\nminibatch_size = 32\ntarget_kl = 0.02\nvalue_clip = 0.3\n"
+      "model = { widths = [8], init = \"orthogonal\", init_gain = 2.0 }\n"
+      "[ppo]\nanneal_epsilon = true\n");
+  CHECK(c.total_env_steps == 5000);
+  CHECK(c.agent.total_env_steps == 5000);
+  CHECK(c.epochs == int64_t{1} << 40);  // a step budget: as many epochs as it takes
+  CHECK(c.agent.target_return == 100.0);
+  CHECK(c.agent.confirm_statistic == ctrax::AgentOptions::ConfirmStatistic::ci95_low);
+  CHECK(c.agent.n_confirm_episodes == 30);
+  CHECK(c.agent.checkpoint_every == 5);
+  CHECK(c.agent.anneal_learning_rate);
+  CHECK(c.value.rollout_passes == 3);
+  CHECK(c.value.minibatch_size == 32);
+  CHECK(c.value.target_kl == 0.02);
+  CHECK(c.value.value_clip == 0.3);
+  CHECK(c.ppo.anneal_epsilon);
+  // The weights: W^T W = gain^2 I for each (semi-)orthogonal kernel with more rows than columns,
+  // and zero biases. Policy: Serial(MLP(Dense 8, Tanh, Dense 8, Tanh), Dense 2).
+  const ctrax::LayerPtr policy = c.make_policy_model();
+  const ctrax::Tree w = policy->init({{ctrax::Shape({1, 1, 4}), ctrax::DType::float32}}, ctrax::Key(1)).first;
+  auto gram_is = [](const ctrax::Tensor& kernel, double gain) {
+    const ctrax::Tensor g = ctrax::matmul(kernel.transpose(0, 1), kernel);
+    const int64_t n = g.shape()[0];
+    const std::vector<double> v = g.to_vector<double>();
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        if (std::abs(v[static_cast<size_t>(i * n + j)] - (i == j ? gain * gain : 0.0)) > 1e-4) return false;
+    return true;
+  };
+  const std::vector<ctrax::Tensor> leaves = w.leaves();
+  const std::vector<std::string> paths = w.paths();
+  int kernels = 0;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    CAPTURE(paths[i]);
+    const ctrax::Tensor& t = leaves[i];
+    if (t.rank() == 1) {
+      CHECK(ctrax::max(ctrax::abs(t)).item<double>() == 0.0);  // biases start at zero
+      continue;
+    }
+    ++kernels;
+    // [8, 8] hidden kernel: orthogonal with gain sqrt 2; the [8, 2] head with gain 0.5; the first
+    // kernel [4, 8] has fewer rows than columns: its rows are orthonormal instead.
+    if (t.shape()[0] >= t.shape()[1]) CHECK(gram_is(t, t.shape()[1] == 2 ? 0.5 : std::sqrt(2.0)));
+  }
+  CHECK(kernels == 3);
+
+  CHECK_THROWS_WITH_AS(read("algorithm = \"PPO\"\n[task]\nenv = \"CartPole-v1\"\n[agent]\nn_interactions_per_epoch = 64\n"
+                            "[policy]\nmodel = { head_gain = 0.5 }\n"),
+                       doctest::Contains("policy.model.head_gain: applies to init = \"orthogonal\""), ctrax::Error);
+  CHECK_THROWS_WITH_AS(read("algorithm = \"PPO\"\n[task]\nenv = \"CartPole-v1\"\n[agent]\nn_interactions_per_epoch = 64\n"
+                            "[policy]\nmodel = { init = \"orthogonal\", head_init_range = 0.1 }\n"),
+                       doctest::Contains("head_init_range: applies to init = \"glorot\""), ctrax::Error);
+  CHECK_THROWS_WITH_AS(read("algorithm = \"PPO\"\n[task]\nenv = \"CartPole-v1\"\n[agent]\nn_interactions_per_epoch = 64\n"
+                            "[value]\nminibatch_size = 32\n"),
+                       doctest::Contains("value.minibatch_size: applies to rollout passes"), ctrax::Error);
+  CHECK_THROWS_WITH_AS(read("algorithm = \"PPO\"\n[task]\nenv = \"CartPole-v1\"\n[agent]\nn_interactions_per_epoch = 64\n"
+                            "confirm_statistic = \"median\"\n"),
+                       doctest::Contains("agent.confirm_statistic"), ctrax::Error);
 }
