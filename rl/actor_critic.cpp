@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <utility>
 
 #include "../autograd/grad.h"
@@ -420,13 +421,25 @@ Metrics ActorCriticAgent::train_rollout_epoch() {
   const Tensor targets = (rollout.value_targets() * scale).to(DType::float32);
   const Tensor old_values = (rollout.old_values() * scale).to(DType::float32);
 
-  Metrics policy_sum, value_sum;
+  // Metric sums and counts: the policy's loss rows every step (its metrics too with a target
+  // KL, which needs them), the value network's metrics on each pass's last minibatch.
+  std::map<std::string, std::pair<double, int64_t>> sums;
+  auto add = [&sums](const std::string& prefix, const Metrics& m) {
+    for (const auto& [name, value] : m) {
+      auto& [sum, count] = sums[prefix + name];
+      sum += value;
+      ++count;
+    }
+  };
   int64_t steps = 0, passes_done = 0;
   bool stopped = false;
   const Key shuffle = fold_in(fold_in(Key(policy_options().seed), kRolloutShuffleTag), static_cast<uint64_t>(epoch()));
   for (int64_t pass = 0; pass < *o.rollout_passes && !stopped; ++pass) {
-    for (const Tensor& rows : RolloutBuffer::minibatch_indices(rollout.size(), o.minibatch_size,
-                                                              fold_in(shuffle, static_cast<uint64_t>(pass)))) {
+    const std::vector<Tensor> minibatches =
+        RolloutBuffer::minibatch_indices(rollout.size(), o.minibatch_size, fold_in(shuffle, static_cast<uint64_t>(pass)));
+    for (size_t i = 0; i < minibatches.size(); ++i) {
+      const Tensor& rows = minibatches[i];
+      const bool last = i + 1 == minibatches.size();
       const int64_t b = rows.shape()[0];
       const Tensor mask = ones(Shape{b, 1});
       Tensor a = index_select(advantages, 0, rows);
@@ -436,12 +449,12 @@ Metrics ActorCriticAgent::train_rollout_epoch() {
       const Batch policy_batch{observations, RolloutBuffer::select(rollout.actions(), rows), a.reshape(Shape{b, 1}),
                                RolloutBuffer::select(rollout.dist_inputs(), rows), mask};
       // The metrics (the KL among them) come from this step's forward pass, before its update.
-      const Metrics p = policy.train_step(batch_to(policy_batch, device()), o.target_kl.has_value());
+      const Metrics p = policy.train_step(batch_to(policy_batch, device()), o.target_kl.has_value() || last);
       const Batch value_batch{observations, RolloutBuffer::select(targets, rows).reshape(Shape{b, 1}), mask,
                               RolloutBuffer::select(old_values, rows).reshape(Shape{b, 1})};
-      const Metrics v = value_trainer_->train_step(batch_to(value_batch, device()), false);
-      for (const auto& [name, value] : p) policy_sum[name] += value;
-      for (const auto& [name, value] : v) value_sum[name] += value;
+      const Metrics v = value_trainer_->train_step(batch_to(value_batch, device()), last);
+      add("policy/", p);
+      add("value/", v);
       ++steps;
       if (o.target_kl && p.count("approximate_kl") && p.at("approximate_kl") > 1.5 * *o.target_kl) {
         stopped = true;
@@ -452,8 +465,7 @@ Metrics ActorCriticAgent::train_rollout_epoch() {
   }
   finish_policy_training();
   Metrics out;
-  for (const auto& [name, value] : policy_sum) out["policy/" + name] = value / static_cast<double>(steps);
-  for (const auto& [name, value] : value_sum) out["value/" + name] = value / static_cast<double>(steps);
+  for (const auto& [name, sum_count] : sums) out[name] = sum_count.first / static_cast<double>(sum_count.second);
   out["policy/passes_completed"] = static_cast<double>(passes_done);
   out["policy/steps"] = static_cast<double>(steps);
   out["policy/early_stop"] = stopped ? 1.0 : 0.0;
