@@ -40,13 +40,29 @@ class UniqueFd {
   int fd_;
 };
 
-// Opens a regular file for reading and returns it with its size.
+// What a file that is not a regular one is, for messages ("a directory", "a FIFO", ...).
+inline const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "of another kind";
+}
+
+// Opens a regular file for reading and returns it with its size. The file is opened
+// non-blocking and its type checked before anything is read, so a FIFO, a device or a
+// directory in its place is refused at once instead of blocking a reader forever (or reading
+// /dev/zero until memory runs out); then the descriptor is made blocking again.
 inline UniqueFd open_for_reading(const std::filesystem::path& path, uint64_t& size) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) CTRAX_THROW(path.string(), ": cannot open for reading: ", errno_text(errno));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) CTRAX_THROW(path.string(), ": cannot stat: ", errno_text(errno));
-  if (!S_ISREG(st.st_mode)) CTRAX_THROW(path.string(), ": not a regular file");
+  if (!S_ISREG(st.st_mode)) CTRAX_THROW(path.string(), ": not a regular file (it is ", file_kind(st.st_mode), ")");
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0)
+    CTRAX_THROW(path.string(), ": cannot make the descriptor blocking: ", errno_text(errno));
   size = static_cast<uint64_t>(st.st_size);
   return fd;
 }

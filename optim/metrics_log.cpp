@@ -1,6 +1,8 @@
 // Metrics sinks (see metrics_log.h).
 #include "metrics_log.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -12,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../io/atomic_file.h"
+#include "../io/posix_file.h"
 #include "../kernels/check.h"
 
 namespace ctrax {
@@ -33,6 +36,13 @@ struct AppendFile {
   AppendFile& operator=(const AppendFile&) = delete;
 
   void open() {
+    // Opening a FIFO for writing would block until something reads it: anything but a regular
+    // file (or none yet) in the metrics file's place is refused first.
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      CTRAX_THROW(who, ": cannot open ", path, " for appending: ",
+                  S_ISDIR(st.st_mode) ? std::strerror(EISDIR)
+                                      : (std::string("not a regular file (it is ") + io::detail::file_kind(st.st_mode) + ")"));
     file = std::fopen(path.c_str(), "ab");
     if (file == nullptr) CTRAX_THROW(who, ": cannot open ", path, " for appending: ", std::strerror(errno));
   }

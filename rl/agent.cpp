@@ -9,6 +9,7 @@
 #include <sstream>
 #include <utility>
 
+#include "../io/atomic_file.h"
 #include "../kernels/check.h"
 #include "device_placement.h"
 
@@ -339,7 +340,7 @@ void Agent::save_to(io::CheckpointDirectory& directory) {
         {"return_mean", s.return_mean},         {"return_std", s.return_std},       {"return_min", s.return_min},
         {"return_median", s.return_median},     {"return_max", s.return_max},       {"return_ci95_low", s.return_ci95_low},
         {"return_ci95_high", s.return_ci95_high}, {"length_mean", s.length_mean},   {"length_min", s.length_min},
-        {"length_max", s.length_max}};
+        {"length_max", s.length_max},           {"length_std", s.length_std},       {"length_median", s.length_median}};
     for (const auto& [name, value] : numbers) fields[p + name] = value;
   }
   export_state(tensors, fields);
@@ -379,6 +380,10 @@ std::optional<Confirmation> confirmation_of(const io::Checkpoint& c, const std::
   s.length_mean = c.double_field(prefix + "length_mean");
   s.length_min = c.double_field(prefix + "length_min");
   s.length_max = c.double_field(prefix + "length_max");
+  if (c.fields.count(prefix + "length_std")) {  // absent from the first checkpoints that had confirmations
+    s.length_std = c.double_field(prefix + "length_std");
+    s.length_median = c.double_field(prefix + "length_median");
+  }
   return out;
 }
 
@@ -405,13 +410,31 @@ std::optional<io::Checkpoint> Agent::load_chosen() {
   return checkpoints_->load(choice.epoch);
 }
 
+void Agent::open_existing_csv() {
+  // metrics.csv gets its columns from the first row; a run that continues takes them from the
+  // file's header, so that the rows after its checkpoint can be dropped now.
+  const std::filesystem::path csv_path = options_.output_dir / "metrics.csv";
+  if (csv_ || !std::filesystem::exists(csv_path)) return;
+  // io::read_file refuses a FIFO or device in the file's place instead of blocking on it.
+  const std::string text = io::read_file(csv_path);
+  const std::string header = text.substr(0, text.find('\n'));
+  std::vector<std::string> columns;
+  std::stringstream fields(header);
+  for (std::string name; std::getline(fields, name, ',');)
+    if (name != "step" && name != "phase") columns.push_back(name);
+  csv_ = std::make_shared<CsvMetricsSink>(csv_path, columns);
+  sinks_.push_back(csv_);
+}
+
 bool Agent::restore() {
   if (!checkpoints_) return false;
   std::optional<io::Checkpoint> c = load_chosen();
   if (!c) {
     // No checkpoint: the run starts from epoch 0, so rows a crashed first epoch left go.
-    if (!options_.read_only)
+    if (!options_.read_only) {
+      open_existing_csv();
       for (const auto& sink : sinks_) sink->truncate_after(0);
+    }
     return false;
   }
   const std::string where = c->manifest_path.string();
@@ -422,14 +445,23 @@ bool Agent::restore() {
   const int64_t epoch = c->int_field("agent/epoch");
   CTRAX_REQUIRE(epoch == c->step && epoch >= 0, "Agent: checkpoint ", where, " says epoch ", epoch,
                 " but is numbered ", c->step);
-  std::vector<double> avg_returns = c->tensor("agent/avg_returns").to_vector<double>();
+  // The histories are float64 vectors; any other dtype or rank is refused by name (as the
+  // networks' and the task's tensors are), never converted.
+  auto history = [&](const std::string& name) {
+    const Tensor& t = c->tensor(name);
+    CTRAX_REQUIRE(t.dtype() == DType::float64 && t.rank() == 1, "Agent: checkpoint ", where, ": tensor '", name,
+                  "' is ", dtype_name(t.dtype()), " ", t.shape(), ", expected float64 [N]");
+    return t.to_vector<double>();
+  };
+  std::vector<double> avg_returns = history("agent/avg_returns");
   CTRAX_REQUIRE(static_cast<int64_t>(avg_returns.size()) == epoch, "Agent: checkpoint ", where, " has ",
                 avg_returns.size(), " returns for ", epoch, " epochs");
   std::map<double, std::vector<double>> eval_returns;
   const int64_t n_temperatures = c->int_field("agent/n_eval_temperatures");
+  CTRAX_REQUIRE(n_temperatures >= 0, "Agent: checkpoint ", where, ": agent/n_eval_temperatures is ", n_temperatures);
   for (int64_t i = 0; i < n_temperatures; ++i) {
     const std::string name = "agent/eval_returns/" + std::to_string(i);
-    eval_returns[c->double_field(name + "/temperature")] = c->tensor(name).to_vector<double>();
+    eval_returns[c->double_field(name + "/temperature")] = history(name);
   }
   const bool solved = c->fields.count("agent/solved") ? c->bool_field("agent/solved") : false;
   std::optional<Confirmation> last = confirmation_of(*c, "agent/last_confirmation/");
@@ -450,20 +482,7 @@ bool Agent::restore() {
   // Continuing from an older checkpoint than the newest: the later ones would otherwise be
   // taken for this run's future.
   checkpoints_->remove_after(epoch_);
-  // metrics.csv gets its columns from the first row; a resumed run takes them from the file's
-  // header so that the rows after the checkpoint can be dropped now.
-  const std::filesystem::path csv_path = options_.output_dir / "metrics.csv";
-  if (!csv_ && std::filesystem::exists(csv_path)) {
-    std::ifstream in(csv_path);
-    std::string header;
-    std::getline(in, header);
-    std::vector<std::string> columns;
-    std::stringstream fields(header);
-    for (std::string name; std::getline(fields, name, ',');)
-      if (name != "step" && name != "phase") columns.push_back(name);
-    csv_ = std::make_shared<CsvMetricsSink>(csv_path, columns);
-    sinks_.push_back(csv_);
-  }
+  open_existing_csv();
   for (const auto& sink : sinks_) sink->truncate_after(epoch_);
   return true;
 }

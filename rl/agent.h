@@ -1,7 +1,7 @@
 // Agent: the RL training loop every trainer shares (Trax's rl/training.py Agent, formerly
 // RLTrainer).
 //
-// What it is for: running epochs of "collect, evaluate, train, log, save" around an RLTask
+// What it is for: running epochs of "collect, train, evaluate (and confirm), log, save" around an RLTask
 // (rl/task.h). Subclasses say how to act (act) and how to learn from the stored trajectories
 // (train_epoch); the policy-gradient, actor-critic and joint trainers are subclasses
 // (rl/policy_agent.h, rl/actor_critic.h, rl/actor_critic_joint.h). What it is not for:
@@ -217,6 +217,7 @@ class Agent {
  private:
   void log(const Metrics& row);
   void save_to(io::CheckpointDirectory& directory);
+  void open_existing_csv();
   std::optional<io::Checkpoint> load_chosen();
   void evaluate_epoch(Metrics& row);
   bool final_epoch() const;

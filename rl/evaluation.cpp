@@ -40,15 +40,17 @@ EpisodeSummary summarize_episodes(const std::vector<double>& returns, const std:
   const double half = 1.96 * s.return_std / std::sqrt(n);
   s.return_ci95_low = s.return_mean - half;
   s.return_ci95_high = s.return_mean + half;
+  std::vector<double> lengths_sorted(lengths.begin(), lengths.end());
+  std::sort(lengths_sorted.begin(), lengths_sorted.end());
   double length_sum = 0;
-  s.length_min = static_cast<double>(lengths.front());
-  s.length_max = s.length_min;
-  for (int64_t l : lengths) {
-    length_sum += static_cast<double>(l);
-    s.length_min = std::min(s.length_min, static_cast<double>(l));
-    s.length_max = std::max(s.length_max, static_cast<double>(l));
-  }
+  for (double l : lengths_sorted) length_sum += l;
   s.length_mean = length_sum / n;
+  double length_square = 0;
+  for (double l : lengths_sorted) length_square += (l - s.length_mean) * (l - s.length_mean);
+  s.length_std = lengths.size() > 1 ? std::sqrt(length_square / (n - 1)) : 0.0;
+  s.length_min = lengths_sorted.front();
+  s.length_max = lengths_sorted.back();
+  s.length_median = median_of_sorted(lengths_sorted);
   return s;
 }
 

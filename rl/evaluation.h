@@ -18,7 +18,7 @@ struct EpisodeSummary {
   // mean -+ 1.96 std / sqrt(N): the normal approximation of the mean's 95% interval (std with
   // N - 1; the interval is the mean itself for N = 1).
   double return_ci95_low = 0, return_ci95_high = 0;
-  double length_mean = 0, length_min = 0, length_max = 0;
+  double length_mean = 0, length_std = 0, length_min = 0, length_median = 0, length_max = 0;
 };
 
 // Throws ctrax::Error for no episodes or returns and lengths of different counts.

@@ -573,17 +573,24 @@ LayerPtr ExplainedVariance() {
 
 // ---- Metric on the value batch ------------------------------------------------------------------
 
-LayerPtr ValueExplainedVariance() {
-  return Fn("ValueExplainedVariance", StackFn([](const Stack& in) {
+namespace {
+
+// (values, targets, mask[, inputs it ignores]) -> the explained variance of the targets.
+LayerPtr value_explained_variance(const char* name, const char* mask_name, int n_in) {
+  return Fn(name, StackFn([mask_name](const Stack& in) {
               require_float(in[0], "values");
-              const Steps st = read_mask(in[2], in[0].dtype(), "weights");
+              const Steps st = read_mask(in[2], in[0].dtype(), mask_name);
               check_steps(in[0], "values", st);
               const Tensor targets = step_data(in[1], "targets", st);
               NoGradScope no_grad;
               return Stack{explained_variance(zero_padding(in[0], st), targets, st)};
             }),
-            3, 1);
+            n_in, 1);
 }
+
+}  // namespace
+
+LayerPtr ValueExplainedVariance() { return value_explained_variance("ValueExplainedVariance", "weights", 3); }
 
 // ---- The value loss of rollout passes -----------------------------------------------------------
 
@@ -608,15 +615,7 @@ LayerPtr RolloutValueLoss(std::optional<double> value_clip) {
 }
 
 LayerPtr RolloutValueExplainedVariance() {
-  return Fn("RolloutValueExplainedVariance", StackFn([](const Stack& in) {
-              require_float(in[0], "values");
-              const Steps st = read_mask(in[2], in[0].dtype(), "mask");
-              check_steps(in[0], "values", st);
-              const Tensor targets = step_data(in[1], "targets", st);
-              NoGradScope no_grad;
-              return Stack{explained_variance(zero_padding(in[0], st), targets, st)};
-            }),
-            4, 1);
+  return value_explained_variance("RolloutValueExplainedVariance", "mask", 4);
 }
 
 }  // namespace ctrax

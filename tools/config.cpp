@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <ctrax/io/atomic_file.h>
 #include <ctrax/kernels/check.h>
 
 namespace ctrax::tools {
@@ -41,13 +42,16 @@ const char* type_name(const toml::node& node) {
 }  // namespace
 
 toml::table parse_config_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  CTRAX_REQUIRE(in.good(), "cannot read the configuration file ", path.string(),
-                std::filesystem::exists(path) ? " (permission denied or not a file)" : " (no such file)");
-  std::stringstream text;
-  text << in.rdbuf();
-  CTRAX_REQUIRE(!in.bad(), "cannot read the configuration file ", path.string());
-  return parse_config_text(text.str(), path.string());
+  // io::read_file refuses anything but a regular file before reading a byte (a directory, a
+  // FIFO that would block, /dev/zero that would fill memory) and files over the limit; its
+  // message names the path and the system's reason (no such file, a symbolic link loop, ...).
+  std::string text;
+  try {
+    text = io::read_file(path, kMaxConfigBytes);
+  } catch (const Error& e) {
+    CTRAX_THROW("cannot read the configuration file ", e.what());
+  }
+  return parse_config_text(text, path.string());
 }
 
 toml::table parse_config_text(const std::string& text, const std::string& name) {
@@ -130,7 +134,12 @@ std::optional<double> ConfigTable::optional_number(const std::string& key, doubl
   if (node == nullptr) return std::nullopt;
   if (!node->is_number()) fail(key, std::string("expected a number, got ") + type_name(*node) + " " + describe(*node));
   const double v = node->is_integer() ? static_cast<double>(node->as_integer()->get()) : node->as_floating_point()->get();
-  if (!(std::isfinite(v) && v >= min && v <= max)) {
+  if (!std::isfinite(v)) {
+    std::ostringstream text;
+    text << "expected a finite number, got " << v;
+    fail(key, text.str());
+  }
+  if (!(v >= min && v <= max)) {
     std::ostringstream range;
     range << "expected a number in [" << min << ", " << max << "], got " << v;
     fail(key, range.str());

@@ -23,8 +23,11 @@
 
 namespace ctrax::tools {
 
-// Parses a TOML file; a missing or unreadable file or a syntax error throws ctrax::Error with
-// the path (and the line and column of a syntax error).
+// Configuration files larger than this are refused (the shipped ones are about 1 KiB).
+inline constexpr uint64_t kMaxConfigBytes = uint64_t{1} << 20;
+// Parses a TOML file: a regular file of at most kMaxConfigBytes. Anything else (missing, a
+// directory, a FIFO or device, too large, a symbolic link loop, unreadable) or a syntax error
+// throws ctrax::Error with the path and why (and the line and column of a syntax error).
 toml::table parse_config_file(const std::filesystem::path& path);
 // Parses TOML text (name is used in messages).
 toml::table parse_config_text(const std::string& text, const std::string& name);

@@ -87,10 +87,8 @@ std::string num(double value) {
   return out.str();
 }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+// A regular file's contents (io::read_file: a FIFO or device is refused, never read).
+std::string read_text(const fs::path& path) { return io::read_file(path); }
 
 void write_text(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

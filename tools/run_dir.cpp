@@ -46,6 +46,7 @@ void create_run_directory(const fs::path& dir, const RunConfig& config) {
   std::error_code error;
   fs::create_directories(dir, error);
   CTRAX_REQUIRE(!error, "cannot create the output directory ", dir.string(), ": ", error.message());
+  io::remove_stale_temporaries(dir);  // of an earlier creation that crashed
   std::ostringstream resolved;
   resolved << config.resolved << "\n";
   io::write_file_atomically(dir / "config.toml", resolved.str());

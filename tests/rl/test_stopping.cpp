@@ -368,3 +368,49 @@ TEST_CASE("Annealing: learning rates and PPO's clip range fall linearly with the
   }
   CHECK(agent.progress() == 1.0);
 }
+
+TEST_CASE("Checkpoints: an agent history tensor relabelled to another dtype, its checksum recomputed, is refused") {
+  const fs::path dir = fresh_directory("ctrax_stop_", "relabel");
+  RLTaskOptions t = cartpole_task(1);
+  AgentOptions a = collect_trajectories(1);
+  a.output_dir = dir;
+  {
+    RLTask task("CartPole-v1", t);
+    PolicyGradient agent(task, a, small_policy());
+    agent.run(2);
+  }
+  io::CheckpointDirectory checkpoints(dir / "checkpoints", 2);
+  io::Checkpoint c = *checkpoints.load_latest();
+  const std::vector<double> returns = c.tensors.at("agent/avg_returns").to_vector<double>();
+  std::vector<int64_t> relabelled(returns.size());
+  for (size_t i = 0; i < returns.size(); ++i) relabelled[i] = static_cast<int64_t>(returns[i]);
+  c.tensors.at("agent/avg_returns") = from_vector(relabelled, Shape{static_cast<int64_t>(relabelled.size())});
+  checkpoints.save(c.step, c.tensors, c.fields);  // a valid file: the checksum is the new contents'
+  RLTask task("CartPole-v1", t);
+  CHECK_THROWS_WITH_AS(PolicyGradient(task, a, small_policy()),
+                       doctest::Contains("tensor 'agent/avg_returns' is int64 [2], expected float64 [N]"), Error);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("summarize_episodes: mean, sample std, median, extremes and the normal 95% interval") {
+  const EpisodeSummary s = summarize_episodes({1, 2, 3, 10}, {5, 6, 7, 8});
+  CHECK(s.episodes == 4);
+  CHECK(s.return_mean == doctest::Approx(4.0));
+  CHECK(s.return_std == doctest::Approx(std::sqrt(50.0 / 3)));  // (9 + 4 + 1 + 36) / (4 - 1)
+  CHECK(s.return_median == doctest::Approx(2.5));
+  CHECK(s.return_min == 1.0);
+  CHECK(s.return_max == 10.0);
+  CHECK(s.return_ci95_low == doctest::Approx(4.0 - 1.96 * std::sqrt(50.0 / 3) / 2));
+  CHECK(s.return_ci95_high == doctest::Approx(4.0 + 1.96 * std::sqrt(50.0 / 3) / 2));
+  CHECK(s.length_mean == doctest::Approx(6.5));
+  CHECK(s.length_std == doctest::Approx(std::sqrt(5.0 / 3)));
+  CHECK(s.length_median == doctest::Approx(6.5));
+  CHECK(s.length_min == 5.0);
+  CHECK(s.length_max == 8.0);
+  const EpisodeSummary one = summarize_episodes({7}, {3});
+  CHECK(one.return_std == 0.0);
+  CHECK(one.return_ci95_low == 7.0);
+  CHECK(describe(s) == "mean 4.0 +- 4.1 over 4 episodes (95% CI -0.0 to 8.0)");
+  CHECK_THROWS_WITH_AS(summarize_episodes({}, {}), doctest::Contains("no episodes"), Error);
+  CHECK_THROWS_WITH_AS(summarize_episodes({1, 2}, {3}), doctest::Contains("2 returns but 1 lengths"), Error);
+}

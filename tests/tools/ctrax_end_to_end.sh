@@ -184,6 +184,67 @@ expect_bad corrupt_resume "checksum|corrupt" "$ctrax" resume corrupt --epochs 5
 expect_bad corrupt_eval "checksum|corrupt" "$ctrax" eval corrupt
 [[ "$(fingerprint corrupt)" == "$before" ]] || fail "a refused resume changed the run directory"
 
+# ---- hostile inputs (issue 20): each refused with one line and status 2, the run unchanged -------
+# A crash between the first epoch's row and its checkpoint: a directory where the checkpoint's
+# tensor file goes makes the save fail right after the row was written.
+mkdir -p crash/checkpoints/checkpoint-0000000001.safetensors
+expect_bad crash_first_save "checkpoint" "$ctrax" train --epochs 3 --output-dir crash "${tiny[@]}"
+[[ $(grep -c '"phase": "rl"' crash/metrics.jsonl) -eq 1 ]] || fail "crash: the first row was not written before the failed save"
+rmdir crash/checkpoints/checkpoint-0000000001.safetensors
+expect_ok crash_resume "$ctrax" resume crash
+[[ "$(grep -o '"step": [0-9]*' crash/metrics.jsonl | tr -d '\n')" == '"step": 1"step": 2"step": 3' ]] ||
+  fail "crash: resume duplicated or lost rows: $(grep -o '"step": [0-9]*' crash/metrics.jsonl | tr '\n' ' ')"
+[[ $(($(wc -l <crash/metrics.csv) - 1)) -eq 3 ]] || fail "crash: metrics.csv does not hold exactly 3 rows"
+
+# eval needs read access only: a run without checkpoints/ is refused and stays without one.
+cp -r run1 nockpt && rm -rf nockpt/checkpoints
+before=$(fingerprint nockpt)
+expect_bad eval_no_checkpoints "holds no checkpoint to evaluate" "$ctrax" eval nockpt
+[[ ! -e nockpt/checkpoints && "$(fingerprint nockpt)" == "$before" ]] || fail "eval created or changed files in nockpt"
+
+# A FIFO in place of the newest checkpoint's tensor file or manifest: refused at once, no hang.
+for part in safetensors json; do
+  cp -r run1 "fifo_$part"
+  target=$(find "fifo_$part/checkpoints" -maxdepth 1 -name "*.$part" | sort | tail -1)
+  rm "$target" && mkfifo "$target"
+  before=$(fingerprint "fifo_$part")
+  expect_bad "fifo_${part}_eval" "not a regular file \(it is a FIFO" timeout 20 "$ctrax" eval "fifo_$part"
+  expect_bad "fifo_${part}_resume" "not a regular file \(it is a FIFO" timeout 20 "$ctrax" resume "fifo_$part" --epochs 5
+  [[ "$(fingerprint "fifo_$part")" == "$before" ]] || fail "a refused FIFO run changed"
+done
+
+# Configurations that are not regular files of a sensible size, or link in a loop.
+mkdir -p config_dir
+expect_bad config_directory "not a regular file \(it is a directory\)" "$ctrax" train config_dir --output-dir bad2
+expect_bad config_dev_zero "not a regular file \(it is a character device\)" "$ctrax" train /dev/zero --output-dir bad2
+head -c 2000000 /dev/zero | tr '\0' '#' > huge.toml
+expect_bad config_too_large "more than the limit of 1048576 bytes" "$ctrax" train huge.toml --output-dir bad2
+ln -s loop.toml loop.toml
+expect_bad config_loop "Too many levels of symbolic links" "$ctrax" train loop.toml --output-dir bad2
+mkfifo pipe.toml
+expect_bad config_fifo "it is a FIFO" timeout 20 "$ctrax" train pipe.toml --output-dir bad2
+[[ ! -e bad2 ]] || fail "a refused configuration created its output directory"
+
+# Counts within their ranges whose product cannot fit in memory are refused before anything starts.
+expect_bad memory_interactions "this configuration needs about [0-9.]+ GiB .*more than the [0-9.]+ GiB of memory available" \
+  "$ctrax" train --set agent.n_interactions_per_epoch=1099511627776 --output-dir bad2
+expect_bad memory_envs "this configuration needs about [0-9.]+ GiB" "$ctrax" train "$configs/ppo_acrobot.toml" \
+  --set task.n_envs=1048576 --set task.n_eval_envs=1048576 --output-dir bad2
+[[ ! -e bad2 ]] || fail "a configuration refused for its memory created its output directory"
+
+# What was typed is what the message shows.
+expect_bad seed_overflow "--seed: expected a whole number >= 0, got 99999999999999999999 \(too large\)" \
+  "$ctrax" train --seed 99999999999999999999 --output-dir bad2
+expect_bad epochs_overflow "--epochs: expected a whole number >= 0, got 123456789012345678901" \
+  "$ctrax" resume run1 --epochs 123456789012345678901
+expect_bad target_inf "target_eval_return: expected a finite number, got inf" "$ctrax" train \
+  --set target_eval_return=inf --output-dir bad2
+
+# A stale temporary of an interrupted write is removed when the run is next opened for writing.
+cp -r run1 stale && touch stale/.run.toml.tmp.999999.1
+expect_ok stale_resume "$ctrax" resume stale --epochs 3
+[[ ! -e stale/.run.toml.tmp.999999.1 ]] || fail "resume left a stale .run.toml.tmp"
+
 expect_bad render_extension "give a .gif" "$ctrax" eval run1 --render episode.mp4
 expect_bad unknown_command "" "$ctrax" fly
 

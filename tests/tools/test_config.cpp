@@ -64,7 +64,7 @@ TEST_CASE("Config reading: errors name the file, the line, the key and what is a
 
 TEST_CASE("Config files: a missing file, and --set overrides") {
   CHECK_THROWS_WITH_AS(parse_config_file("/nonexistent/ctrax.toml"),
-                       "cannot read the configuration file /nonexistent/ctrax.toml (no such file)", Error);
+                       "cannot read the configuration file /nonexistent/ctrax.toml: cannot open for reading: No such file or directory", Error);
   const std::filesystem::path path =
       std::filesystem::temp_directory_path() / ("ctrax_test_config_" + std::to_string(getpid()) + ".toml");
   std::ofstream(path) << "algorithm = \"PPO\"\n[task]\nenv = \"CartPole-v1\"\n";
@@ -85,6 +85,7 @@ TEST_CASE("Config files: a missing file, and --set overrides") {
 
 // ---- Run configurations (tools/run_config.h) --------------------------------------------------
 
+#include <memory_estimate.h>
 #include <run_config.h>
 
 using ctrax::tools::read_run_config;
@@ -250,4 +251,25 @@ TEST_CASE("Run configs: orthogonal initialisation with gains, rollout passes, an
   CHECK_THROWS_WITH_AS(read("algorithm = \"PPO\"\n[task]\nenv = \"CartPole-v1\"\n[agent]\nn_interactions_per_epoch = 64\n"
                             "confirm_statistic = \"median\"\n"),
                        doctest::Contains("agent.confirm_statistic"), ctrax::Error);
+}
+
+TEST_CASE("Memory estimates: the replay, the environments and the buffers, against the machine's memory") {
+  auto read = [](const std::string& extra) {
+    return read_run_config(parse_config_text("algorithm = \"PPO\"\n[task]\nenv = \"Acrobot-v1\"\nn_envs = 4\n"
+                                             "initial_trajectories = 0\n[agent]\n" + extra, "run.toml"),
+                           "run.toml");
+  };
+  using ctrax::tools::estimate_memory;
+  const auto small = estimate_memory(read("n_interactions_per_epoch = 1000\n"));
+  const auto large = estimate_memory(read("n_interactions_per_epoch = 1000000\n"));
+  // Acrobot: 6 float32 observations, an int64 action, a Categorical's 3 inputs: 2 x 24 + 8 + 17 + 12
+  // bytes per step, over 2 kept epochs.
+  const double step = 2 * 24 + 8 + 8 + 4 + 4 + 1 + 12;
+  CHECK(large.replay - small.replay == doctest::Approx(999000 * 2 * step + (999000.0 / 1000) * 2 * 24576).epsilon(1e-9));
+  CHECK(small.total() < large.total());
+  CHECK(small.total() < 1e8);
+  CHECK_NOTHROW(ctrax::tools::check_memory(read("n_interactions_per_epoch = 1000\n"), 1e9));
+  CHECK_THROWS_WITH_AS(ctrax::tools::check_memory(read("n_interactions_per_epoch = 1099511627776\n"), 24e9),
+                       doctest::Contains("this configuration needs about"), ctrax::Error);
+  CHECK(ctrax::tools::available_memory() > 1e8);
 }

@@ -69,15 +69,23 @@ int bench() {
                 static_cast<double>(n_envs * steps) / seconds * 1e-6);
   }
   {
-    // PPO epochs of the default configuration (2048 steps collected, 10 evaluation episodes,
-    // 40 policy and 40 value steps each), without writing anything.
-    const RunConfig config = read_run_config(parse_config_text(kDefaultConfig, "default"), "default");
+    // PPO epochs of the default configuration (its collection, training and routine
+    // evaluation), without its target or budget (so that no epoch stops the run or confirms),
+    // writing nothing.
+    RunConfig config = read_run_config(parse_config_text(kDefaultConfig, "default"), "default");
+    config.agent.target_return.reset();
+    config.agent.total_env_steps.reset();
+    config.agent.max_epochs.reset();
+    config.agent.anneal_learning_rate = false;
+    config.ppo.anneal_epsilon = false;
     std::unique_ptr<RLTask> task = make_task(config);
     std::unique_ptr<Agent> agent = make_agent(config, *task, "");
     agent->run(1);  // warm-up: the first epoch allocates
     const int epochs = 5;
+    const int64_t steps_before = task->n_interactions();
     const double seconds = best_seconds(1, [&] { agent->run(epochs); });
-    std::printf("  PPO CartPole epoch       %8.1f ms (2048 env steps + 80 train steps)\n", seconds / epochs * 1e3);
+    std::printf("  PPO CartPole epoch       %8.1f ms (%lld env steps, training, 10 evaluation episodes)\n",
+                seconds / epochs * 1e3, static_cast<long long>((task->n_interactions() - steps_before) / epochs));
   }
   return 0;
 }

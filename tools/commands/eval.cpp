@@ -109,11 +109,11 @@ int eval(const EvalArgs& args) {
   const EpisodeSummary s = summarize_episodes(stats.returns, stats.lengths);
   std::printf("%s on %s, epoch %lld (%s checkpoint), temperature %g, seed %llu:\n"
               "  return  %s; min %.2f, median %.2f, max %.2f\n"
-              "  length  mean %.1f, min %.0f, max %.0f\n",
+              "  length  mean %.1f +- %.1f; min %.0f, median %.1f, max %.0f\n",
               agent->name().c_str(), config.env.c_str(), static_cast<long long>(agent->epoch()),
               choice.to_string().c_str(), args.temperature, static_cast<unsigned long long>(args.seed),
-              describe(s).c_str(), s.return_min, s.return_median, s.return_max, s.length_mean, s.length_min,
-              s.length_max);
+              describe(s).c_str(), s.return_min, s.return_median, s.return_max, s.length_mean, s.length_std,
+              s.length_min, s.length_median, s.length_max);
   if (config.target_eval_return)
     std::printf("  target %g: %s\n", *config.target_eval_return,
                 s.return_mean >= *config.target_eval_return ? "met" : "not met");

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include <ctrax/io/atomic_file.h>
+#include <ctrax/io/checkpoint.h>
 #include <ctrax/kernels/check.h>
 #include <ctrax/kernels/cuda/runtime.h>
 #include <ctrax/kernels/parallel.h>
@@ -33,6 +35,7 @@
 
 #include "../config.h"
 #include "../gnuplot.h"
+#include "../memory_estimate.h"
 #include "../progress.h"
 #include "../run_config.h"
 #include "../run_dir.h"
@@ -178,20 +181,32 @@ struct TrainArgs {
   std::vector<std::string> overrides;
   std::string output_dir;
   std::string device = "cpu";
-  std::optional<int64_t> seed, epochs;
+  std::optional<std::string> seed, epochs;  // as typed: a number too large for int64 is refused as it was typed
   std::optional<int> threads;
 };
+
+// A whole number >= 0 as typed after `option`; anything else (a sign, a fraction, more than
+// int64 holds) throws ctrax::Error quoting the text.
+int64_t count_argument(const std::string& option, const std::string& text) {
+  int64_t value = -1;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  CTRAX_REQUIRE(!text.empty() && error == std::errc() && end == text.data() + text.size() && value >= 0, option,
+                ": expected a whole number >= 0, got ", text,
+                error == std::errc::result_out_of_range ? " (too large)" : "");
+  return value;
+}
 
 int train(TrainArgs args) {
   const Device device = device_and_threads(args.device, args.threads);
   const bool embedded = args.config.empty();
   toml::table table = embedded ? parse_config_text(kDefaultConfig, "the default configuration (PPO on CartPole-v1)")
                                : parse_config_file(args.config);
-  if (args.seed) args.overrides.push_back("seed=" + std::to_string(*args.seed));
-  if (args.epochs) args.overrides.push_back("epochs=" + std::to_string(*args.epochs));
+  if (args.seed) args.overrides.push_back("seed=" + std::to_string(count_argument("--seed", *args.seed)));
+  if (args.epochs) args.overrides.push_back("epochs=" + std::to_string(count_argument("--epochs", *args.epochs)));
   apply_overrides(table, args.overrides);
   RunConfig config = read_run_config(std::move(table), embedded ? "default configuration" : args.config);
   config.agent.device = device;
+  check_memory(config);  // before any environment or buffer exists
   fs::path dir(args.output_dir);
   if (dir.empty()) {
     // runs/<config name>, or the first of runs/<name>_2, _3, ... that holds no run: training
@@ -213,7 +228,7 @@ int train(TrainArgs args) {
 
 struct ResumeArgs {
   std::string run_dir;
-  std::optional<int64_t> epochs;
+  std::optional<std::string> epochs;
   std::string device = "cpu";
   std::optional<int> threads;
   std::string checkpoint = "latest";
@@ -226,13 +241,20 @@ int resume(const ResumeArgs& args) {
   RunConfig config = open_run_directory(dir);
   config.agent.device = on;
   config.agent.restore_from = choice;
-  CTRAX_REQUIRE(fs::exists(dir / "checkpoints"), args.run_dir, " holds no checkpoint to resume from");
   if (args.epochs) {
-    CTRAX_REQUIRE(*args.epochs >= 1, "--epochs must be >= 1, got ", *args.epochs);
-    config.epochs = *args.epochs;
-    config.agent.max_epochs = *args.epochs;
-    config.resolved.insert_or_assign("epochs", *args.epochs);
+    const int64_t epochs = count_argument("--epochs", *args.epochs);
+    CTRAX_REQUIRE(epochs >= 1, "--epochs must be >= 1, got ", *args.epochs);
+    config.epochs = epochs;
+    config.agent.max_epochs = epochs;
+    config.resolved.insert_or_assign("epochs", epochs);
   }
+  check_memory(config);
+  // A crash while writing the run's files may have left temporaries (".run.toml.tmp.<pid>.<n>").
+  io::remove_stale_temporaries(dir);
+  const io::CheckpointDirectory existing(dir / "checkpoints", 1, io::CheckpointDirectory::Access::read_only);
+  if (choice.kind == CheckpointChoice::Kind::latest && !existing.latest_step())
+    std::printf("%s has no checkpoint yet (it stopped before its first one): training from epoch 0, its metric "
+                "rows dropped\n", dir.c_str());
   return train_until_done(config, dir, /*rewrite_config=*/args.epochs.has_value());
 }
 
