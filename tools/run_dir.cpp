@@ -61,7 +61,12 @@ void create_run_directory(const fs::path& dir, const RunConfig& config) {
 
 RunConfig open_run_directory(const fs::path& dir) {
   std::error_code error;
-  CTRAX_REQUIRE(fs::is_directory(dir, error), "no run directory at ", dir.string());
+  const fs::file_status status = fs::status(dir, error);
+  // A path that cannot be followed (a symbolic link loop, a permission) says why; only a path
+  // that is not there is "no run directory".
+  CTRAX_REQUIRE(!error || error == std::errc::no_such_file_or_directory, "cannot open the run directory ", dir.string(),
+                ": ", error.message());
+  CTRAX_REQUIRE(fs::is_directory(status), "no run directory at ", dir.string());
   const fs::path marker = dir / "run.toml";
   CTRAX_REQUIRE(fs::exists(marker, error), dir.string(), " is not a ctrax run directory (no run.toml)");
   toml::table run = parse_config_file(marker);

@@ -187,3 +187,16 @@ TEST_CASE("atomic_file: a failed write or rename refuses the commit and leaves t
   CHECK(read_bytes(path) == "old");
   CHECK(list_dir(dir.path()) == std::vector<std::string>{"f"});
 }
+
+TEST_CASE("atomic_file: a FIFO, a device or a directory is refused before anything is read, without blocking") {
+  TempDir dir;
+  const std::filesystem::path fifo = dir / "pipe";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  // Opening a FIFO with no writer would block a plain reader forever; here it is refused at once.
+  CHECK_THROWS_WITH_AS(read_file(fifo), doctest::Contains("not a regular file (it is a FIFO (named pipe))"), Error);
+  CHECK_THROWS_WITH_AS(read_file("/dev/zero"), doctest::Contains("not a regular file (it is a character device)"), Error);
+  CHECK_THROWS_WITH_AS(read_file(dir.path()), doctest::Contains("not a regular file (it is a directory)"), Error);
+  const std::filesystem::path loop = dir / "loop";
+  std::filesystem::create_symlink(loop, loop);
+  CHECK_THROWS_WITH_AS(read_file(loop), doctest::Contains("Too many levels of symbolic links"), Error);
+}

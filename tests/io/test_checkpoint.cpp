@@ -484,3 +484,23 @@ TEST_CASE("checkpoint: a writer killed at any moment leaves the newest committed
   CHECK(list_dir(dir.path()) == expected);
   CHECK(filled_with_step(ckpt.load_latest()->tensors, next));
 }
+
+TEST_CASE("checkpoint: a read-only directory creates nothing, lists nothing when missing and refuses writes") {
+  TempDir dir;
+  const std::filesystem::path missing = dir / "not" / "there";
+  const CheckpointDirectory reader(missing, 2, CheckpointDirectory::Access::read_only);
+  CHECK(reader.steps().empty());
+  CHECK_FALSE(reader.load_latest().has_value());
+  CHECK_FALSE(std::filesystem::exists(dir / "not"));
+  CheckpointDirectory writer(dir / "ckpt", 3);
+  const std::map<std::string, Tensor> tensors{{"x", ctrax::zeros(ctrax::Shape{2})}};
+  for (int64_t step : {1, 2, 3}) writer.save(step, tensors);
+  CheckpointDirectory read_only(dir / "ckpt", 3, CheckpointDirectory::Access::read_only);
+  CHECK(read_only.latest_step() == 3);
+  CHECK_THROWS_WITH_AS(read_only.save(4, tensors), doctest::Contains("opened read-only"), Error);
+  CHECK_THROWS_WITH_AS(read_only.remove_after(1), doctest::Contains("opened read-only"), Error);
+  // remove_after drops the later checkpoints, manifests first.
+  writer.remove_after(1);
+  CHECK(writer.steps() == std::vector<int64_t>{1});
+  CHECK_FALSE(std::filesystem::exists(dir / "ckpt" / "checkpoint-0000000002.safetensors"));
+}

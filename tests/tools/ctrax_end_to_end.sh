@@ -221,6 +221,8 @@ head -c 2000000 /dev/zero | tr '\0' '#' > huge.toml
 expect_bad config_too_large "more than the limit of 1048576 bytes" "$ctrax" train huge.toml --output-dir bad2
 ln -s loop.toml loop.toml
 expect_bad config_loop "Too many levels of symbolic links" "$ctrax" train loop.toml --output-dir bad2
+ln -s run_loop run_loop
+expect_bad run_dir_loop "cannot open the run directory run_loop: Too many levels of symbolic links" "$ctrax" eval run_loop
 mkfifo pipe.toml
 expect_bad config_fifo "it is a FIFO" timeout 20 "$ctrax" train pipe.toml --output-dir bad2
 [[ ! -e bad2 ]] || fail "a refused configuration created its output directory"
