@@ -1,5 +1,7 @@
 #include "storage.h"
 
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 #include <vector>
@@ -72,7 +74,39 @@ BlockCache& block_cache() {
   return cache;
 }
 
+// The counters of allocation_stats().
+std::atomic<int64_t> g_storages_allocated{0}, g_bytes_allocated{0}, g_live_storages{0}, g_live_bytes{0},
+    g_peak_live_bytes{0};
+
+void count_allocation(size_t nbytes) {
+  const auto bytes = static_cast<int64_t>(nbytes);
+  g_storages_allocated.fetch_add(1, std::memory_order_relaxed);
+  g_bytes_allocated.fetch_add(bytes, std::memory_order_relaxed);
+  g_live_storages.fetch_add(1, std::memory_order_relaxed);
+  const int64_t live = g_live_bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  int64_t peak = g_peak_live_bytes.load(std::memory_order_relaxed);
+  while (live > peak && !g_peak_live_bytes.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+  }
+}
+
+void count_release(size_t nbytes) {
+  g_live_storages.fetch_sub(1, std::memory_order_relaxed);
+  g_live_bytes.fetch_sub(static_cast<int64_t>(nbytes), std::memory_order_relaxed);
+}
+
 }  // namespace
+
+AllocationStats allocation_stats() {
+  AllocationStats s;
+  s.storages_allocated = g_storages_allocated.load(std::memory_order_relaxed);
+  s.bytes_allocated = g_bytes_allocated.load(std::memory_order_relaxed);
+  s.live_storages = g_live_storages.load(std::memory_order_relaxed);
+  s.live_bytes = g_live_bytes.load(std::memory_order_relaxed);
+  s.peak_live_bytes = g_peak_live_bytes.load(std::memory_order_relaxed);
+  return s;
+}
+
+void reset_allocation_peak() { g_peak_live_bytes.store(g_live_bytes.load(std::memory_order_relaxed), std::memory_order_relaxed); }
 
 Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
   CTRAX_REQUIRE(nbytes <= (size_t{1} << 46), "Storage: refusing to allocate ", nbytes,
@@ -82,6 +116,7 @@ Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device
                   kernels::cuda::unavailable_reason());
     // The caching allocator (kernels/cuda/runtime.h) checks the index and throws on failure.
     data_ = kernels::cuda::allocate(nbytes, device.index);
+    count_allocation(nbytes);
     return;
   }
   if (nbytes <= kMaxCachedBytes) {
@@ -95,9 +130,11 @@ Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device
     data_ = std::aligned_alloc(kStorageAlignment, rounded);
   }
   CTRAX_REQUIRE(data_ != nullptr, "Storage: out of memory allocating ", nbytes, " bytes on ", device);
+  count_allocation(nbytes);
 }
 
 Storage::~Storage() {
+  count_release(nbytes_);
   if (device_.is_cuda()) {
     kernels::cuda::deallocate(data_, nbytes_, device_.index);
     return;

@@ -37,4 +37,20 @@ class Storage {
 
 inline constexpr size_t kStorageAlignment = 64;
 
+// Counts of Storage allocations since the process started, on every device: how many and how
+// many bytes were allocated, how many are alive now and the most bytes alive at once (since
+// the last reset_allocation_peak). For tests and benchmarks that check what a step allocates
+// ("zero allocations per replayed step"); the counters are atomic, so they are exact with
+// several threads, and cost a few relaxed atomic additions per allocation.
+struct AllocationStats {
+  int64_t storages_allocated = 0;
+  int64_t bytes_allocated = 0;
+  int64_t live_storages = 0;
+  int64_t live_bytes = 0;
+  int64_t peak_live_bytes = 0;
+};
+AllocationStats allocation_stats();
+// Sets the peak to what is alive now, to measure the peak of what follows.
+void reset_allocation_peak();
+
 }  // namespace ctrax

@@ -661,3 +661,24 @@ TEST_CASE("tensor: review - reshape to dims whose product overflows int64 is an 
   check_error([] { zeros(Shape{4}).reshape(Shape{int64_t{1} << 32, int64_t{1} << 32}); }, {"reshape"});
   check_error([] { zeros(Shape{4}).reshape(Shape{int64_t{1} << 32, int64_t{1} << 32, -1}); }, {"reshape"});
 }
+
+TEST_CASE("tensor: allocation counters count storages and bytes, what is alive and the peak") {
+  const ctrax::AllocationStats before = ctrax::allocation_stats();
+  ctrax::reset_allocation_peak();
+  CHECK(ctrax::allocation_stats().peak_live_bytes == before.live_bytes);
+  {
+    const Tensor a = zeros(Shape{1000}, DType::float32);  // 4000 bytes
+    const ctrax::AllocationStats during = ctrax::allocation_stats();
+    CHECK(during.storages_allocated == before.storages_allocated + 1);
+    CHECK(during.bytes_allocated == before.bytes_allocated + 4000);
+    CHECK(during.live_storages == before.live_storages + 1);
+    CHECK(during.live_bytes == before.live_bytes + 4000);
+    const Tensor view = a.slice(0, 0, 10);  // a view allocates nothing
+    CHECK(ctrax::allocation_stats().storages_allocated == during.storages_allocated);
+    CHECK(view.numel() == 10);
+  }
+  const ctrax::AllocationStats after = ctrax::allocation_stats();
+  CHECK(after.live_storages == before.live_storages);
+  CHECK(after.live_bytes == before.live_bytes);
+  CHECK(after.peak_live_bytes >= before.live_bytes + 4000);
+}
