@@ -2,7 +2,8 @@
 //
 // matmul, C = A B with batch axes broadcast:   dA = dC B^T,   dB = A^T dC.
 // The transposes are views (mT), which the GEMM reads without copying. Broadcast batch axes
-// are summed away by the tape. A 1-D operand is handled as NumPy promotes it: (k) -> (1, k)
+// are summed away by the tape, except for the commonest case, a 2-D weight applied to every row
+// of a [..., m, k] batch: dB is then one GEMM over all the rows (the batch axes merged into k). A 1-D operand is handled as NumPy promotes it: (k) -> (1, k)
 // on the left, (k) -> (k, 1) on the right, with the added axis removed again afterwards.
 //
 // softmax along an axis, y = softmax(x):   dx = y * (g - sum(g * y))
@@ -31,8 +32,20 @@ void matmul_backward(const BackwardContext& c, std::span<Tensor> dx) {
     dx[0] = a_vector ? da.squeeze(-2) : da;
   }
   if (c.needs_grad(1)) {
-    Tensor db = matmul(a.mT(), g);  // [..., k, n]
-    dx[1] = b_vector ? db.squeeze(-1) : db;
+    if (b.rank() == 2 && a.rank() >= 3) {
+      // A weight shared by every row of a batch ([B, L, k] @ [k, n], a layer on slices): one GEMM
+      // over all B L rows, k = B L, instead of B GEMMs of k = L and a sum over B.
+      const int64_t k = a.shape()[a.rank() - 1], n = g.shape()[g.rank() - 1];
+      int64_t rows = 1;
+      for (int i = 0; i + 1 < a.rank(); ++i) rows *= a.shape()[i];
+      const Tensor a2 = a.contiguous().reshape(Shape{rows, k});
+      const Tensor g2 = g.contiguous().reshape(Shape{rows, n});
+      const Tensor db = matmul(a2.mT(), g2);  // [k, n]
+      dx[1] = b_vector ? db.squeeze(-1) : db;
+    } else {
+      Tensor db = matmul(a.mT(), g);  // [..., k, n]
+      dx[1] = b_vector ? db.squeeze(-1) : db;
+    }
   }
 }
 
