@@ -19,38 +19,52 @@ double median_of_sorted(const std::vector<double>& v) {
 
 }  // namespace
 
+namespace {
+
+// Mean, sample std (N - 1; 0 for one value), min, median and max, the sums in the given order.
+struct Spread {
+  double mean = 0, std = 0, min = 0, median = 0, max = 0;
+};
+
+Spread spread_of(std::vector<double> v) {
+  Spread s;
+  const auto n = static_cast<double>(v.size());
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / n;
+  double square = 0;
+  for (double x : v) square += (x - s.mean) * (x - s.mean);
+  s.std = v.size() > 1 ? std::sqrt(square / (n - 1)) : 0.0;
+  std::sort(v.begin(), v.end());
+  s.min = v.front();
+  s.max = v.back();
+  s.median = median_of_sorted(v);
+  return s;
+}
+
+}  // namespace
+
 EpisodeSummary summarize_episodes(const std::vector<double>& returns, const std::vector<int64_t>& lengths) {
   CTRAX_REQUIRE(!returns.empty(), "summarize_episodes: no episodes");
   CTRAX_REQUIRE(returns.size() == lengths.size(), "summarize_episodes: ", returns.size(), " returns but ",
                 lengths.size(), " lengths");
   EpisodeSummary s;
-  const auto n = static_cast<double>(returns.size());
   s.episodes = static_cast<int64_t>(returns.size());
-  double sum = 0;
-  for (double r : returns) sum += r;
-  s.return_mean = sum / n;
-  double square = 0;
-  for (double r : returns) square += (r - s.return_mean) * (r - s.return_mean);
-  s.return_std = returns.size() > 1 ? std::sqrt(square / (n - 1)) : 0.0;
-  std::vector<double> sorted = returns;
-  std::sort(sorted.begin(), sorted.end());
-  s.return_min = sorted.front();
-  s.return_max = sorted.back();
-  s.return_median = median_of_sorted(sorted);
-  const double half = 1.96 * s.return_std / std::sqrt(n);
-  s.return_ci95_low = s.return_mean - half;
-  s.return_ci95_high = s.return_mean + half;
-  std::vector<double> lengths_sorted(lengths.begin(), lengths.end());
-  std::sort(lengths_sorted.begin(), lengths_sorted.end());
-  double length_sum = 0;
-  for (double l : lengths_sorted) length_sum += l;
-  s.length_mean = length_sum / n;
-  double length_square = 0;
-  for (double l : lengths_sorted) length_square += (l - s.length_mean) * (l - s.length_mean);
-  s.length_std = lengths.size() > 1 ? std::sqrt(length_square / (n - 1)) : 0.0;
-  s.length_min = lengths_sorted.front();
-  s.length_max = lengths_sorted.back();
-  s.length_median = median_of_sorted(lengths_sorted);
+  const Spread r = spread_of(returns);
+  s.return_mean = r.mean;
+  s.return_std = r.std;
+  s.return_min = r.min;
+  s.return_median = r.median;
+  s.return_max = r.max;
+  const double half = 1.96 * r.std / std::sqrt(static_cast<double>(returns.size()));
+  s.return_ci95_low = r.mean - half;
+  s.return_ci95_high = r.mean + half;
+  const Spread l = spread_of(std::vector<double>(lengths.begin(), lengths.end()));
+  s.length_mean = l.mean;
+  s.length_std = l.std;
+  s.length_min = l.min;
+  s.length_median = l.median;
+  s.length_max = l.max;
   return s;
 }
 
