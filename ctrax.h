@@ -63,6 +63,7 @@
 #include "rl/trajectory.h"
 #include "rl/vector_env.h"
 #include "rl/wrappers.h"
+#include "tensor/compile.h"
 #include "tensor/device.h"
 #include "tensor/dtype.h"
 #include "tensor/ops.h"

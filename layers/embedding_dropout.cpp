@@ -1,4 +1,5 @@
 // Embedding and Dropout (see embedding_dropout.h).
+#include "../tensor/compile.h"
 #include "embedding_dropout.h"
 
 #include <string>
@@ -38,10 +39,14 @@ class EmbeddingLayer final : public Layer {
       fail("the embedding table has shape " + ctrax::to_string(table.shape()) +
            ", expected [" + std::to_string(vocab_size_) + ", d]");
     if (ids.numel() > 0) {
-      const int64_t lo = min(ids).item<int64_t>(), hi = max(ids).item<int64_t>();
-      if (lo < 0 || hi >= vocab_size_)
-        fail("id " + std::to_string(lo < 0 ? lo : hi) + " is out of range for a vocabulary of " +
-             std::to_string(vocab_size_) + " (ids must be in [0, " + std::to_string(vocab_size_) + "))");
+      // check_value rather than item(): the check stays in a compiled training step.
+      auto in_range = [this](double id) {
+        if (id >= 0 && id < static_cast<double>(vocab_size_)) return std::string();
+        return name() + ": id " + std::to_string(static_cast<int64_t>(id)) + " is out of range for a vocabulary of " +
+                             std::to_string(vocab_size_) + " (ids must be in [0, " + std::to_string(vocab_size_) + "))";
+      };
+      check_value(min(ids), in_range);
+      check_value(max(ids), in_range);
     }
     Shape out_shape = ids.shape();
     out_shape.push_back(table.size(1));

@@ -1,4 +1,5 @@
 // Losses and metrics (see metrics.h).
+#include "../tensor/compile.h"
 #include "metrics.h"
 
 #include "../autograd/tape.h"
@@ -33,8 +34,14 @@ void check_class_inputs(const Tensor& scores, const char* scores_name, const Ten
   CTRAX_REQUIRE(targets.shape() == lead, "targets of shape ", targets.shape(), " do not match ", scores_name,
                 " of shape ", scores.shape(), ": expected targets of shape ", lead);
   if (targets.numel() == 0) return;
-  const int64_t lo = min(targets).item<int64_t>(), hi = max(targets).item<int64_t>();
-  CTRAX_REQUIRE(lo >= 0 && hi < n, "target ids must be in [0, ", n, "), got ", lo < 0 ? lo : hi);
+  // check_value rather than item(): the checks stay in a compiled training step.
+  check_value(min(targets), [n](double lo) {
+    return lo >= 0 ? std::string() : detail::cat("target ids must be in [0, ", n, "), got ", static_cast<int64_t>(lo));
+  });
+  check_value(max(targets), [n](double hi) {
+    return hi < static_cast<double>(n) ? std::string()
+                                       : detail::cat("target ids must be in [0, ", n, "), got ", static_cast<int64_t>(hi));
+  });
 }
 
 // Model output and targets of the same shape (regression, binary targets); targets of another
@@ -59,8 +66,9 @@ Tensor prepare_weights(const Tensor& w, const Tensor& loss, bool nonnegative = t
   const Tensor wf = is_floating(w.dtype()) ? w : w.to(loss.dtype());
   if (nonnegative && wf.numel() > 0) {
     NoGradScope no_grad;
-    const double lowest = min(wf).item<double>();
-    CTRAX_REQUIRE(lowest >= 0.0, "weights must be >= 0, got ", lowest);
+    check_value(min(wf), [](double lowest) {
+      return lowest >= 0.0 ? std::string() : detail::cat("weights must be >= 0, got ", lowest);
+    });
   }
   return wf.expand(s);
 }

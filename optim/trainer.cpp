@@ -92,7 +92,21 @@ struct Trainer::Split {
   Stack loss_inputs;  // with n_loss_inputs > 0: passed to the loss and metrics as they are
 };
 
-Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) { validate_and_init(); }
+namespace {
+CompileOptions step_compile_options(bool enabled) {
+  CompileOptions o;
+  o.name = "the Trainer's step";
+  o.enabled = enabled;
+  return o;
+}
+}  // namespace
+
+Trainer::Trainer(TrainerOptions options)
+    : options_(std::move(options)),
+      compiled_step_([this](const std::vector<Tensor>& in) { return loss_and_gradients(in); },
+                     step_compile_options(options_.compile)) {
+  validate_and_init();
+}
 
 Trainer::~Trainer() = default;
 
@@ -246,22 +260,18 @@ Metrics Trainer::metrics_of(const Stack& outputs, const Split& split, Mode mode)
 
 Metrics Trainer::train_step(bool with_metrics) { return train_step(options_.train_stream(step_), with_metrics); }
 
-Metrics Trainer::train_step(const Batch& batch, bool with_metrics) {
-  const Split s = split_batch(batch, "train", step_);
-  init_heads(s);
-  const double scheduled = options_.lr_schedule(step_);
-  CTRAX_REQUIRE(std::isfinite(scheduled) && scheduled >= 0, "Trainer: the learning-rate schedule gave ",
-                scheduled, " at step ", step_, "; it must be finite and >= 0");
-  const double learning_rate = scheduled * lr_factor_;
-  // Named variables, not a structured binding: the lambda below captures step_key (clang < 16
-  // cannot capture bindings).
-  const std::pair<Key, Key> keys = split(rng_);
-  const Key next_rng = keys.first, step_key = keys.second;
+std::vector<Tensor> Trainer::loss_and_gradients(const std::vector<Tensor>& batch_and_state) {
+  const size_t n_state = state_.num_leaves();
+  const size_t n_batch = batch_and_state.size() - n_state;
+  const Split s = split_batch(Batch(batch_and_state.begin(), batch_and_state.begin() + static_cast<std::ptrdiff_t>(n_batch)),
+                              "train", step_);
+  const Tree state = state_.with_leaves(std::span<const Tensor>(batch_and_state).subspan(n_batch));
   const Layer& model = *options_.model;
   const Layer& loss_layer = *options_.loss;
+  const Key step_key = step_key_;
   // Aux carries the model's outputs (for the metrics) and its new state, undifferentiated.
   auto loss_fn = [&](const Tree& w) {
-    LayerResult r = model.apply(s.inputs, w, state_, step_key, Mode::train);
+    LayerResult r = model.apply(s.inputs, w, state, step_key, Mode::train);
     Tensor loss = loss_layer.apply(loss_inputs(r.outputs, s, loss_layer), loss_layer.weights(), loss_layer.state(),
                                    Key(), Mode::train)
                       .outputs[0];
@@ -269,9 +279,34 @@ Metrics Trainer::train_step(const Batch& batch, bool with_metrics) {
     return std::make_pair(loss, Tree(Tree::List{Tree(std::move(outputs)), std::move(r.state)}));
   };
   auto result = value_and_grad(loss_fn)(weights_);
-  const double loss = scalar_of(result.value, "the loss");
-  const OptimizerStats stats = options_.optimizer->update(step_, learning_rate, result.grad, weights_, slots_);
-  state_ = result.aux[1];
+  std::vector<Tensor> out{result.value};
+  for (const Tensor& g : result.grad.leaves()) out.push_back(g);
+  const std::vector<Tensor> outputs = result.aux[0].leaves();
+  n_model_outputs_ = outputs.size();
+  out.insert(out.end(), outputs.begin(), outputs.end());
+  for (const Tensor& t : result.aux[1].leaves()) out.push_back(t);
+  new_state_structure_ = result.aux[1];
+  return out;
+}
+
+Metrics Trainer::train_step(const Batch& batch, bool with_metrics) {
+  if (!heads_ready_) init_heads(split_batch(batch, "train", step_));
+  const double scheduled = options_.lr_schedule(step_);
+  CTRAX_REQUIRE(std::isfinite(scheduled) && scheduled >= 0, "Trainer: the learning-rate schedule gave ",
+                scheduled, " at step ", step_, "; it must be finite and >= 0");
+  const double learning_rate = scheduled * lr_factor_;
+  const std::pair<Key, Key> keys = split(rng_);
+  const Key next_rng = keys.first;
+  step_key_ = keys.second;
+  std::vector<Tensor> batch_and_state(batch.begin(), batch.end());
+  for (const Tensor& t : state_.leaves()) batch_and_state.push_back(t);
+  const std::vector<Tensor>& out = compiled_step_(batch_and_state, weights_generation_);
+  const std::span<const Tensor> results(out);
+  const size_t n_grads = weights_.num_leaves();
+  const double loss = scalar_of(out[0], "the loss");
+  const Tree gradients = weights_.with_leaves(results.subspan(1, n_grads));
+  const OptimizerStats stats = options_.optimizer->update(step_, learning_rate, gradients, weights_, slots_);
+  state_ = new_state_structure_.with_leaves(results.subspan(1 + n_grads + n_model_outputs_));
   rng_ = next_rng;
   ++step_;
   options_.model->set_state(state_);
@@ -283,8 +318,9 @@ Metrics Trainer::train_step(const Batch& batch, bool with_metrics) {
   row["weights_l2"] = stats.weights_l2;
   const bool logged = (step_ - 1) % options_.log_every_steps == 0;
   if ((logged && (with_metrics || !sinks_.empty()))) {
-    Stack outputs;
-    for (const Tensor& t : result.aux[0].leaves()) outputs.push_back(t);
+    const Split s = split_batch(batch, "train", step_ - 1);
+    const Stack outputs(results.begin() + 1 + static_cast<std::ptrdiff_t>(n_grads),
+                        results.begin() + 1 + static_cast<std::ptrdiff_t>(n_grads + n_model_outputs_));
     for (const auto& [name, value] : metrics_of(outputs, s, Mode::train)) row[name] = value;
     log(step_, "train", row);
   }
@@ -356,6 +392,7 @@ void Trainer::set_weights(Tree weights) {
   require_same_tree(weights_, weights, "Trainer::set_weights", "weight");
   // The optimizer updates weights in place, so they must own contiguous memory.
   weights_ = weights.map([](const Tensor& t) { return t.contiguous().clone(); });
+  ++weights_generation_;
   options_.model->set_weights(weights_);
 }
 
@@ -395,6 +432,7 @@ void Trainer::import_state(const io::Checkpoint& c, const std::string& prefix) {
   weights_ = std::move(weights);
   state_ = std::move(state);
   slots_ = std::move(slots);
+  ++weights_generation_;
   rng_ = Key(static_cast<uint32_t>(rng_0), static_cast<uint32_t>(rng_1));
   step_ = step;
   options_.model->set_weights(weights_);

@@ -55,6 +55,7 @@
 
 #include "../io/checkpoint.h"
 #include "../layers/layer.h"
+#include "../tensor/compile.h"
 #include "../tensor/random.h"
 #include "../tensor/tree.h"
 #include "metrics_log.h"
@@ -86,6 +87,10 @@ struct TrainerOptions {
   bool restore = true;                    // restore the newest checkpoint in output_dir, if any
   std::optional<Signature> input_signature;  // default: read from train batch 0
   std::vector<std::shared_ptr<MetricsSink>> sinks;  // in addition to the output directory's files
+  // Runs each training step's forward, backward and loss as a compiled plan (tensor/compile.h)
+  // after its first step with a batch signature: the same results bit for bit, without the
+  // per-op overhead. Off: every step runs eagerly.
+  bool compile = true;
 };
 
 class Trainer {
@@ -148,6 +153,8 @@ class Trainer {
   // checkpoints: its owner sets it again from its own saved state.
   void set_learning_rate_factor(double factor);
   double learning_rate_factor() const { return lr_factor_; }
+  // How the compiled training step ran (recordings, replays, eager calls, plans).
+  const CompileStats& compile_stats() const { return compiled_step_.stats(); }
   // Replaces the model's state (e.g. the observation statistics an RL agent's collect model
   // gathered, as Trax copies them into the policy trainer); same checks as set_weights.
   void set_state(Tree state);
@@ -160,6 +167,9 @@ class Trainer {
   void log(int64_t step, const char* phase, const Metrics& metrics);
   void validate_and_init();
   void init_heads(const Split& split);
+  // The differentiable part of a step on (batch..., state leaves...): the loss, the gradients'
+  // leaves, the model outputs' leaves and the new state's leaves, in that order.
+  std::vector<Tensor> loss_and_gradients(const std::vector<Tensor>& batch_and_state);
 
   TrainerOptions options_;
   Tree weights_;
@@ -169,6 +179,11 @@ class Trainer {
   int64_t step_ = 0;
   double lr_factor_ = 1.0;
   bool heads_ready_ = false;  // the loss and metrics have been initialised (init_heads)
+  CompiledFunction compiled_step_;  // runs loss_and_gradients
+  uint64_t weights_generation_ = 0;  // changes when weights_ is replaced: plans read its storages
+  Key step_key_;                     // this step's key, read by loss_and_gradients
+  size_t n_model_outputs_ = 0;       // leaves of the model's outputs, set by loss_and_gradients
+  Tree new_state_structure_;         // the structure of the new state, set by loss_and_gradients
   std::vector<std::shared_ptr<MetricsSink>> sinks_;
   std::unique_ptr<io::CheckpointDirectory> checkpoints_;
 };

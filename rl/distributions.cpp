@@ -1,4 +1,5 @@
 // Action distributions (see distributions.h).
+#include "../tensor/compile.h"
 #include "distributions.h"
 
 #include <cmath>
@@ -127,9 +128,15 @@ Tensor Categorical::log_prob(const Tensor& inputs, const Tensor& point) const {
   CTRAX_REQUIRE(is_integer(point.dtype()), name(), ".log_prob: point has dtype ", point.dtype(),
                 ", expected int32 or int64 category ids");
   if (point.numel() > 0) {
-    const int64_t lo = min(point).item<int64_t>(), hi = max(point).item<int64_t>();
-    CTRAX_REQUIRE(lo >= 0 && hi < n_, name(), ".log_prob: category ids must be in [0, ", n_, "), got ",
-                  lo < 0 ? lo : hi);
+    // check_value rather than item(): the checks stay in a compiled training step.
+    const std::string who = name();
+    check_value(min(point), [who, n = n_](double lo) {
+      return lo >= 0 ? std::string() : detail::cat(who, ".log_prob: category ids must be in [0, ", n, "), got ", static_cast<int64_t>(lo));
+    });
+    check_value(max(point), [who, n = n_](double hi) {
+      return hi < static_cast<double>(n) ? std::string()
+                                         : detail::cat(who, ".log_prob: category ids must be in [0, ", n, "), got ", static_cast<int64_t>(hi));
+    });
   }
   // log p(point) = sum over the event's elements of log_softmax(logits)[id]; picking the id's
   // entry (rather than multiplying by a one-hot row) never forms 0 * (-inf) for masked logits.

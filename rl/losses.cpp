@@ -1,4 +1,5 @@
 // The actor-critic losses and metrics (see losses.h).
+#include "../tensor/compile.h"
 #include "losses.h"
 
 #include <algorithm>
@@ -71,9 +72,14 @@ Steps read_mask(const Tensor& mask, DType dtype, const char* name = "mask") {
   st.dtype = dtype;
   st.m = mask.dtype() == dtype ? stop_gradient(mask) : mask.to(dtype);
   if (st.m.numel() > 0) {
-    CTRAX_REQUIRE(all(isfinite(st.m)).item<bool>(), "the ", name, " has a NaN or infinite entry");
-    const double lowest = min(st.m).item<double>();
-    CTRAX_REQUIRE(lowest >= 0.0, "the ", name, " must be >= 0 (1 for a real step, 0 for padding), got ", lowest);
+    // check_value rather than item(): the checks stay in a compiled training step.
+    check_value(all(isfinite(st.m)), [name](double finite) {
+      return finite != 0.0 ? std::string() : detail::cat("the ", name, " has a NaN or infinite entry");
+    });
+    check_value(min(st.m), [name](double lowest) {
+      return lowest >= 0.0 ? std::string()
+                           : detail::cat("the ", name, " must be >= 0 (1 for a real step, 0 for padding), got ", lowest);
+    });
   }
   st.valid = ne(st.m, scalar_like(0.0, st.m));
   st.den = sum(st.m);

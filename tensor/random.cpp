@@ -17,6 +17,7 @@
 
 #include "../kernels/cuda/random.h"
 #include "../kernels/parallel.h"
+#include "plan.h"
 #include "cuda_arg.h"
 
 namespace ctrax {
@@ -220,6 +221,7 @@ T narrow_float(double x) {
 // ---------------------------------------------------------------------------------------------
 
 Tensor uniform(Key key, const Shape& shape, DType dtype, double lo, double hi, Device device) {
+  detail::mark_unplannable("a random draw (uniform): its key is a host value a plan would bake in");
   require_valid_shape(shape, "uniform");
   CTRAX_REQUIRE(is_floating(dtype), "uniform: dtype ", dtype, " is not floating (expected float32 or float64)");
   CTRAX_REQUIRE(std::isfinite(lo) && std::isfinite(hi) && lo < hi, "uniform: got lo = ", lo, ", hi = ", hi,
@@ -259,6 +261,7 @@ Tensor uniform(Key key, const Shape& shape, DType dtype, double lo, double hi, D
 }
 
 Tensor normal(Key key, const Shape& shape, DType dtype, double mean, double stddev, Device device) {
+  detail::mark_unplannable("a random draw (normal): its key is a host value a plan would bake in");
   require_valid_shape(shape, "normal");
   CTRAX_REQUIRE(is_floating(dtype), "normal: dtype ", dtype, " is not floating (expected float32 or float64)");
   CTRAX_REQUIRE(std::isfinite(mean) && std::isfinite(stddev) && stddev >= 0, "normal: got mean = ", mean,
@@ -296,6 +299,7 @@ Tensor normal(Key key, const Shape& shape, DType dtype, double mean, double stdd
 }
 
 Tensor bernoulli(Key key, const Shape& shape, double p, Device device) {
+  detail::mark_unplannable("a random draw (bernoulli): its key is a host value a plan would bake in");
   require_valid_shape(shape, "bernoulli");
   CTRAX_REQUIRE(p >= 0.0 && p <= 1.0, "bernoulli: probability p = ", p, " is outside [0, 1]");
   Tensor out(shape, DType::boolean, device);
@@ -315,6 +319,7 @@ Tensor bernoulli(Key key, const Shape& shape, double p, Device device) {
 }
 
 Tensor bernoulli(Key key, const Shape& shape, const Tensor& p) {
+  detail::mark_unplannable("a random draw (bernoulli): its key is a host value a plan would bake in");
   require_valid_shape(shape, "bernoulli");
   require_defined_tensor(p, "bernoulli", "the probability tensor p");
   const Shape joint = broadcast_shapes(p.shape(), shape, "bernoulli");
@@ -341,11 +346,13 @@ Tensor bernoulli(Key key, const Shape& shape, const Tensor& p) {
 }
 
 Tensor bernoulli(Key key, const Tensor& p) {
+  detail::mark_unplannable("a random draw (bernoulli): its key is a host value a plan would bake in");
   require_defined_tensor(p, "bernoulli", "the probability tensor p");
   return bernoulli(key, p.shape(), p);
 }
 
 Tensor categorical(Key key, const Tensor& logits, int axis, std::optional<Shape> shape) {
+  detail::mark_unplannable("a random draw (categorical): its key is a host value a plan would bake in");
   require_defined_tensor(logits, "categorical", "logits");
   CTRAX_REQUIRE(is_floating(logits.dtype()), "categorical: logits have dtype ", logits.dtype(),
                 " (expected float32 or float64 unnormalised log-probabilities)");
@@ -448,6 +455,7 @@ Tensor categorical(Key key, const Tensor& logits, int axis, std::optional<Shape>
 }
 
 Tensor permutation(Key key, int64_t n) {
+  detail::mark_unplannable("a random draw (permutation): its key is a host value a plan would bake in");
   CTRAX_REQUIRE(n >= 0, "permutation: n = ", n, " (expected n >= 0)");
   Tensor out(Shape{n}, DType::int64);
   int64_t* data = out.data<int64_t>();
@@ -462,6 +470,7 @@ Tensor permutation(Key key, int64_t n) {
 }
 
 Tensor randint(Key key, const Shape& shape, int64_t lo, int64_t hi, DType dtype, Device device) {
+  detail::mark_unplannable("a random draw (randint): its key is a host value a plan would bake in");
   require_valid_shape(shape, "randint");
   CTRAX_REQUIRE(is_integer(dtype), "randint: dtype ", dtype, " is not an integer dtype (expected int32 or int64)");
   CTRAX_REQUIRE(lo < hi, "randint: got lo = ", lo, ", hi = ", hi, " (expected lo < hi)");

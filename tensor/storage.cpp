@@ -8,6 +8,7 @@
 
 #include "../kernels/check.h"
 #include "../kernels/cuda/runtime.h"
+#include "plan.h"
 
 namespace ctrax {
 
@@ -119,6 +120,13 @@ Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device
     count_allocation(nbytes);
     return;
   }
+  if (PlanArena* arena = detail::recording_arena()) {
+    // While a plan is recorded its buffers come from its arena (tensor/plan.h).
+    arena_ = detail::recording_arena_handle();
+    data_ = arena->take(nbytes);
+    count_allocation(nbytes);
+    return;
+  }
   if (nbytes <= kMaxCachedBytes) {
     // Zero-sized tensors still get a valid (unused) block so data pointers are never null.
     const int cls = size_class(nbytes == 0 ? 1 : nbytes);
@@ -137,6 +145,10 @@ Storage::~Storage() {
   count_release(nbytes_);
   if (device_.is_cuda()) {
     kernels::cuda::deallocate(data_, nbytes_, device_.index);
+    return;
+  }
+  if (arena_ != nullptr) {
+    arena_->give(data_, nbytes_);
     return;
   }
   if (nbytes_ <= kMaxCachedBytes && BlockCache::alive()) {

@@ -15,6 +15,8 @@
 
 namespace ctrax {
 
+class PlanArena;
+
 class Storage {
  public:
   // Allocates nbytes (uninitialised) on `device`. Throws ctrax::Error if the allocation
@@ -28,8 +30,11 @@ class Storage {
   const void* data() const { return data_; }
   size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
+  // The arena of the plan being recorded when this storage was made (tensor/plan.h), or null.
+  const PlanArena* arena() const { return arena_.get(); }
 
  private:
+  std::shared_ptr<PlanArena> arena_;
   void* data_ = nullptr;
   size_t nbytes_ = 0;
   Device device_;

@@ -11,10 +11,20 @@
 #ifdef CTRAX_USE_CUDA
 #include "../kernels/cuda/copy.h"
 #endif
+#include "plan.h"
 #include "strided_loop.h"
 #include "trace.h"
 
 namespace ctrax {
+
+namespace detail {
+// A constant written on the host inside a recorded function is replayed as a copy of its bytes.
+// Called inside a KernelScope.
+static void record_constant(const Tensor& t) {
+  if (t_capture_state.recorder != nullptr) record_constant_bytes(t.raw_data(), static_cast<size_t>(t.numel()) * t.element_size());
+}
+}  // namespace detail
+
 
 using detail::convert;
 
@@ -406,6 +416,7 @@ void Tensor::copy_(const Tensor& src) {
     return;
   }
 #endif
+  detail::KernelScope scope;
   std::array<char*, 2> base{static_cast<char*>(raw_data()), static_cast<char*>(s.raw_data())};
   std::array<Shape, 2> strides{detail::broadcast_byte_strides(*this, shape_),
                                detail::broadcast_byte_strides(s, shape_)};
@@ -413,8 +424,10 @@ void Tensor::copy_(const Tensor& src) {
     using To = decltype(to_tag);
     dispatch_dtype(s.dtype(), [&](auto from_tag) {
       using From = decltype(from_tag);
-      detail::strided_loop<2>(shape_, base, strides, [](std::array<char*, 2> p, std::array<int64_t, 2> st, int64_t n) {
-        convert_run<To, From>(p[0], p[1], st[0], st[1], n);
+      detail::run_kernel([shape = shape_, base, strides] {
+        detail::strided_loop<2>(shape, base, strides, [](std::array<char*, 2> p, std::array<int64_t, 2> st, int64_t n) {
+          convert_run<To, From>(p[0], p[1], st[0], st[1], n);
+        });
       });
     });
   });
@@ -434,15 +447,18 @@ void Tensor::fill_(double value) {
   dispatch_dtype(dtype_, [&](auto tag) {
     using T = decltype(tag);
     const T v = convert<T>(value);
+    detail::KernelScope scope;
     std::array<char*, 1> base{static_cast<char*>(raw_data())};
     std::array<Shape, 1> strides{detail::broadcast_byte_strides(*this, shape_)};
-    detail::strided_loop<1>(shape_, base, strides, [v](std::array<char*, 1> p, std::array<int64_t, 1> st, int64_t n) {
-      if (st[0] == sizeof(T)) {
-        T* o = reinterpret_cast<T*>(p[0]);
-        for (int64_t i = 0; i < n; ++i) o[i] = v;
-      } else {
-        for (int64_t i = 0; i < n; ++i) *reinterpret_cast<T*>(p[0] + i * st[0]) = v;
-      }
+    detail::run_kernel([shape = shape_, base, strides, v] {
+      detail::strided_loop<1>(shape, base, strides, [v](std::array<char*, 1> p, std::array<int64_t, 1> st, int64_t n) {
+        if (st[0] == sizeof(T)) {
+          T* o = reinterpret_cast<T*>(p[0]);
+          for (int64_t i = 0; i < n; ++i) o[i] = v;
+        } else {
+          for (int64_t i = 0; i < n; ++i) *reinterpret_cast<T*>(p[0] + i * st[0]) = v;
+        }
+      });
     });
   });
 }
@@ -519,11 +535,13 @@ Tensor arange(double start, double stop, double step, DType dtype) {
                 " stop=", stop, " step=", step, ") is too many");
   const int64_t count = count_d > 0 ? static_cast<int64_t>(count_d) : 0;
   Tensor t(Shape{count}, dtype);
+  detail::KernelScope scope;
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     T* p = static_cast<T*>(t.raw_data());
     for (int64_t i = 0; i < count; ++i) p[i] = convert<T>(start + static_cast<double>(i) * step);
   });
+  detail::record_constant(t);
   return t;
 }
 
@@ -532,6 +550,7 @@ Tensor arange(int64_t stop, DType dtype) { return arange(0.0, static_cast<double
 Tensor linspace(double start, double stop, int64_t count, DType dtype) {
   CTRAX_REQUIRE(count >= 0, "linspace: count must be >= 0, got ", count);
   Tensor t(Shape{count}, dtype);
+  detail::KernelScope scope;
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     T* p = static_cast<T*>(t.raw_data());
@@ -539,6 +558,7 @@ Tensor linspace(double start, double stop, int64_t count, DType dtype) {
     for (int64_t i = 0; i < count; ++i)
       p[i] = convert<T>(i == count - 1 && count > 1 ? stop : start + static_cast<double>(i) * step);
   });
+  detail::record_constant(t);
   return t;
 }
 
@@ -546,11 +566,13 @@ Tensor eye(int64_t n, int64_t m, DType dtype) {
   if (m < 0) m = n;
   CTRAX_REQUIRE(n >= 0, "eye: n must be >= 0, got ", n);
   Tensor t = zeros(Shape{n, m}, dtype);
+  detail::KernelScope scope;
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     T* p = static_cast<T*>(t.raw_data());
     for (int64_t i = 0; i < std::min(n, m); ++i) p[i * m + i] = T(1);
   });
+  detail::record_constant(t);
   return t;
 }
 
@@ -559,10 +581,12 @@ Tensor from_buffer(const T* data, const Shape& shape) {
   require_valid_shape(shape, "from_buffer");
   using Stored = typename dtype_traits<dtype_of<T>()>::type;
   Tensor t(shape, dtype_of<T>());
+  detail::KernelScope scope;
   Stored* p = static_cast<Stored*>(t.raw_data());
   const int64_t n = shape.numel();
   CTRAX_REQUIRE(n == 0 || data != nullptr, "from_buffer: null data pointer for shape ", shape);
   for (int64_t i = 0; i < n; ++i) p[i] = convert<Stored>(data[i]);
+  detail::record_constant(t);
   return t;
 }
 
@@ -573,8 +597,10 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
                 " values do not fill shape ", shape, " (expected ", shape.numel(), ")");
   if constexpr (std::is_same_v<T, bool>) {
     Tensor t(shape, DType::boolean);
+    detail::KernelScope scope;
     uint8_t* p = static_cast<uint8_t*>(t.raw_data());
     for (size_t i = 0; i < values.size(); ++i) p[i] = values[i] ? 1 : 0;
+    detail::record_constant(t);
     return t;
   } else {
     return from_buffer(values.data(), shape);

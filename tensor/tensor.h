@@ -24,6 +24,7 @@
 #include "../kernels/check.h"
 #include "device.h"
 #include "dtype.h"
+#include "plan.h"
 #include "shape.h"
 #include "storage.h"
 
@@ -61,6 +62,7 @@ class Tensor {
   // Pointer to the first element (offset applied). data<T>() checks that T matches the dtype.
   void* raw_data() const {
     require_defined("Tensor::data");
+    if (detail::t_capture_state.recorder != nullptr) [[unlikely]] detail::note_raw_access(storage_);
     return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(element_size());
   }
   template <typename T>

@@ -41,11 +41,13 @@ Tensor fused(const Tensor& g, const Tensor& saved, F dydx_times_g) {
   Tensor out(gc.shape(), gc.dtype());
   dispatch_floating(gc.dtype(), [&](auto tag) {
     using T = decltype(tag);
+    detail::KernelScope scope;
     const T* gp = gc.data<T>();
     const T* sp = sc.data<T>();
     T* o = out.data<T>();
-    const int64_t n = gc.numel();
-    for (int64_t i = 0; i < n; ++i) o[i] = dydx_times_g(gp[i], sp[i]);
+    detail::run_kernel([gp, sp, o, n = gc.numel(), dydx_times_g] {
+      for (int64_t i = 0; i < n; ++i) o[i] = dydx_times_g(gp[i], sp[i]);
+    });
   });
   return out;
 }
@@ -105,8 +107,10 @@ void relu_backward(const BackwardContext& c, std::span<Tensor> dx) {
     Tensor out(g.shape(), g.dtype());
     dispatch_floating(g.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      kernels::binary_kernel(kernels::BinaryKernel::relu_backward, g.data<T>(), 1, y.data<T>(), 1, out.data<T>(),
-                             g.numel());
+      detail::KernelScope scope;
+      detail::run_kernel([gp = g.data<T>(), yp = y.data<T>(), o = out.data<T>(), n = g.numel()] {
+        kernels::binary_kernel(kernels::BinaryKernel::relu_backward, gp, 1, yp, 1, o, n);
+      });
     });
     dx[0] = out;
     return;

@@ -211,6 +211,7 @@ Tensor binary_op(const Tensor& a, const Tensor& b) {
     using T = decltype(tag);
     using Out = decltype(Op::apply(T{}, T{}));
     require_valid_exponent<Op, T>(bc);
+    detail::KernelScope scope;
     ops_detail::map_binary<T, Out, Op::kernel>(out, static_cast<const char*>(ac.raw_data()),
                                                detail::broadcast_byte_strides(ac, shape),
                                                static_cast<const char*>(bc.raw_data()),
@@ -247,13 +248,15 @@ Tensor binary_scalar_op(const Tensor& t, Scalar s, bool scalar_first) {
       out = ops_detail::cuda_binary_scalar(Op::cuda, tc, dtype, result_dtype(Op::rule, dtype), s.value, scalar_first);
       return;
     }
+    detail::KernelScope scope;
     const char* tp = static_cast<const char*>(tc.raw_data());
     const char* sp = reinterpret_cast<const char*>(&value);
     const Shape ts = detail::broadcast_byte_strides(tc, t.shape());
     const Shape zero = Shape::filled(t.rank(), 0);
     const auto f = [](T x, T y) { return Op::apply(x, y); };
-    if (scalar_first) ops_detail::map_binary<T, Out, Op::kernel>(out, sp, zero, tp, ts, f);
-    else ops_detail::map_binary<T, Out, Op::kernel>(out, tp, ts, sp, zero, f);
+    using ops_detail::ScalarOperand;
+    if (scalar_first) ops_detail::map_binary<T, Out, Op::kernel>(out, sp, zero, tp, ts, f, ScalarOperand::a);
+    else ops_detail::map_binary<T, Out, Op::kernel>(out, tp, ts, sp, zero, f, ScalarOperand::b);
   });
   return out;
 }
@@ -359,16 +362,19 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
     Tensor out(shape, dtype);
     dispatch_dtype(dtype, [&](auto tag) {
       using T = decltype(tag);
+      detail::KernelScope scope;
       std::array<char*, 4> base{static_cast<char*>(out.raw_data()), static_cast<char*>(cond.raw_data()),
                                 static_cast<char*>(ac.raw_data()), static_cast<char*>(bc.raw_data())};
       std::array<Shape, 4> strides{detail::broadcast_byte_strides(out, shape), detail::broadcast_byte_strides(cond, shape),
                                    detail::broadcast_byte_strides(ac, shape), detail::broadcast_byte_strides(bc, shape)};
-      detail::strided_loop<4>(shape, base, strides, [](std::array<char*, 4> p, std::array<int64_t, 4> st, int64_t n) {
-        T* o = reinterpret_cast<T*>(p[0]);
-        for (int64_t i = 0; i < n; ++i) {
-          const bool c = *reinterpret_cast<const uint8_t*>(p[1] + i * st[1]) != 0;
-          o[i] = *reinterpret_cast<const T*>(p[c ? 2 : 3] + i * st[c ? 2 : 3]);
-        }
+      detail::run_kernel([shape, base, strides] {
+        detail::strided_loop<4>(shape, base, strides, [](std::array<char*, 4> p, std::array<int64_t, 4> st, int64_t n) {
+          T* o = reinterpret_cast<T*>(p[0]);
+          for (int64_t i = 0; i < n; ++i) {
+            const bool c = *reinterpret_cast<const uint8_t*>(p[1] + i * st[1]) != 0;
+            o[i] = *reinterpret_cast<const T*>(p[c ? 2 : 3] + i * st[c ? 2 : 3]);
+          }
+        });
       });
     });
     return out;

@@ -16,6 +16,7 @@
 
 #include "../../kernels/cuda/elementwise.h"
 #include "../../kernels/elementwise/elementwise.h"
+#include "../plan.h"
 #include "../strided_loop.h"
 #include "../tensor.h"
 #ifdef CTRAX_USE_CUDA
@@ -186,10 +187,12 @@ inline constexpr int64_t kMinKernelRun = 16;
 
 template <typename In, typename Out, int Kernel = kNoKernel, typename F>
 void map_unary(const Tensor& x, const Tensor& out, F f) {
+  detail::KernelScope scope;
   std::array<char*, 2> base{static_cast<char*>(out.raw_data()), static_cast<char*>(x.raw_data())};
   std::array<Shape, 2> strides{contiguous_strides(out.shape()), detail::broadcast_byte_strides(x, out.shape())};
   for (int d = 0; d < out.rank(); ++d) strides[0][d] *= static_cast<int64_t>(sizeof(Out));
-  detail::strided_loop<2>(out.shape(), base, strides, [&f](std::array<char*, 2> p, std::array<int64_t, 2> st, int64_t n) {
+  detail::run_kernel([shape = out.shape(), base, strides, f] {
+  detail::strided_loop<2>(shape, base, strides, [&f](std::array<char*, 2> p, std::array<int64_t, 2> st, int64_t n) {
     Out* o = reinterpret_cast<Out*>(p[0]);
     if (st[1] == static_cast<int64_t>(sizeof(In))) {
       const In* in = reinterpret_cast<const In*>(p[1]);
@@ -206,20 +209,35 @@ void map_unary(const Tensor& x, const Tensor& out, F f) {
       for (int64_t i = 0; i < n; ++i) o[i] = f(*reinterpret_cast<const In*>(p[1] + i * st[1]));
     }
   });
+  });
 }
+
+// Which operand of map_binary is a C++ scalar: its pointer is then read once when the kernel is
+// made and the value travels with the kernel (a recorded plan replays it after the caller's
+// local variable is gone).
+enum class ScalarOperand { none, a, b };
 
 // out = f(a, b) elementwise with broadcasting. a and b are given as base pointers plus byte
 // strides at out's shape (0 on broadcast axes), so a C++ scalar can take part without being
 // wrapped in a tensor. With a kernel id (a kernels::BinaryKernel) and T == Out floating,
 // runs where each input is contiguous or a single broadcast value go to the vectorised kernel.
+// The caller holds a detail::KernelScope around taking a's and b's pointers.
 template <typename T, typename Out, int Kernel = kNoKernel, typename F>
 void map_binary(const Tensor& out, const char* a, const Shape& a_strides, const char* b, const Shape& b_strides,
-                F f) {
+                F f, ScalarOperand scalar = ScalarOperand::none) {
   constexpr auto kSize = static_cast<int64_t>(sizeof(T));
+  detail::KernelScope scope;
   std::array<char*, 3> base{static_cast<char*>(out.raw_data()), const_cast<char*>(a), const_cast<char*>(b)};
   std::array<Shape, 3> strides{contiguous_strides(out.shape()), a_strides, b_strides};
   for (int d = 0; d < out.rank(); ++d) strides[0][d] *= static_cast<int64_t>(sizeof(Out));
-  detail::strided_loop<3>(out.shape(), base, strides, [&f](std::array<char*, 3> p, std::array<int64_t, 3> st, int64_t n) {
+  const T scalar_value = scalar == ScalarOperand::a ? *reinterpret_cast<const T*>(a)
+                         : scalar == ScalarOperand::b ? *reinterpret_cast<const T*>(b) : T{};
+  detail::run_kernel([shape = out.shape(), base, strides, f, scalar, scalar_value] {
+  T value = scalar_value;
+  std::array<char*, 3> operands = base;
+  if (scalar == ScalarOperand::a) operands[1] = reinterpret_cast<char*>(&value);
+  if (scalar == ScalarOperand::b) operands[2] = reinterpret_cast<char*>(&value);
+  detail::strided_loop<3>(shape, operands, strides, [&f](std::array<char*, 3> p, std::array<int64_t, 3> st, int64_t n) {
     Out* o = reinterpret_cast<Out*>(p[0]);
     const T* x = reinterpret_cast<const T*>(p[1]);
     const T* y = reinterpret_cast<const T*>(p[2]);
@@ -243,6 +261,7 @@ void map_binary(const Tensor& out, const char* a, const Shape& a_strides, const 
     }
     for (int64_t i = 0; i < n; ++i)
       o[i] = f(*reinterpret_cast<const T*>(p[1] + i * st[1]), *reinterpret_cast<const T*>(p[2] + i * st[2]));
+  });
   });
 }
 

@@ -27,6 +27,7 @@
 #include "../cuda_arg.h"
 #include "../trace.h"
 #include "../ops.h"
+#include "../plan.h"
 #include "../strided_loop.h"
 
 namespace ctrax {
@@ -107,6 +108,7 @@ Tensor gather_core(const Tensor& x, const Tensor& index, int axis, const Shape& 
   Tensor out(out_shape, x.dtype());
   const int64_t n = x.shape()[axis];
   const int64_t axis_stride = x.strides()[axis] * static_cast<int64_t>(x.element_size());
+  detail::KernelScope scope;
   std::array<char*, 3> base{static_cast<char*>(out.raw_data()), static_cast<char*>(index.raw_data()),
                             static_cast<char*>(x.raw_data())};
   std::array<Shape, 3> strides{detail::broadcast_byte_strides(out, out_shape),
@@ -116,11 +118,13 @@ Tensor gather_core(const Tensor& x, const Tensor& index, int axis, const Shape& 
     using T = decltype(value_tag);
     dispatch_index(index.dtype(), [&](auto index_tag) {
       using I = decltype(index_tag);
-      detail::strided_loop<3>(out_shape, base, strides, [&](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t count) {
-        for (int64_t k = 0; k < count; ++k) {
-          const int64_t j = resolve_index(*reinterpret_cast<const I*>(p[1] + k * s[1]), n, axis, op);
-          *reinterpret_cast<T*>(p[0] + k * s[0]) = *reinterpret_cast<const T*>(p[2] + k * s[2] + j * axis_stride);
-        }
+      detail::run_kernel([out_shape, base, strides, n, axis, op, axis_stride] {
+        detail::strided_loop<3>(out_shape, base, strides, [&](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t count) {
+          for (int64_t k = 0; k < count; ++k) {
+            const int64_t j = resolve_index(*reinterpret_cast<const I*>(p[1] + k * s[1]), n, axis, op);
+            *reinterpret_cast<T*>(p[0] + k * s[0]) = *reinterpret_cast<const T*>(p[2] + k * s[2] + j * axis_stride);
+          }
+        });
       });
     });
   });
@@ -331,6 +335,7 @@ Tensor scatter_add(const Tensor& x, int axis, const Tensor& index, const Tensor&
       no_cuda_backend(x, op);
 #endif
     }
+    detail::KernelScope scope;
     std::array<char*, 3> base{static_cast<char*>(out.raw_data()), static_cast<char*>(index.raw_data()),
                               static_cast<char*>(addend.raw_data())};
     Shape out_strides = Shape::filled(x.rank(), 0);
@@ -344,13 +349,15 @@ Tensor scatter_add(const Tensor& x, int axis, const Tensor& index, const Tensor&
       using T = decltype(value_tag);
       dispatch_index(index.dtype(), [&](auto index_tag) {
         using I = decltype(index_tag);
-        detail::strided_loop<3>(loop_shape, base, strides, [&](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t count) {
-          for (int64_t k = 0; k < count; ++k) {
-            const int64_t j = resolve_index(*reinterpret_cast<const I*>(p[1] + k * s[1]), n, a, op);
-            T& target = *reinterpret_cast<T*>(p[0] + k * s[0] + j * axis_stride);
-            target = wrapping_add(target, *reinterpret_cast<const T*>(p[2] + k * s[2]));
-          }
-        }, kSerial);
+        detail::run_kernel([loop_shape = Shape(loop_shape), base, strides, n, a, op, axis_stride] {
+          detail::strided_loop<3>(loop_shape, base, strides, [&](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t count) {
+            for (int64_t k = 0; k < count; ++k) {
+              const int64_t j = resolve_index(*reinterpret_cast<const I*>(p[1] + k * s[1]), n, a, op);
+              T& target = *reinterpret_cast<T*>(p[0] + k * s[0] + j * axis_stride);
+              target = wrapping_add(target, *reinterpret_cast<const T*>(p[2] + k * s[2]));
+            }
+          }, kSerial);
+        });
       });
     });
     return out;

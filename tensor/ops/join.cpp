@@ -24,6 +24,7 @@
 #include "../cuda_arg.h"
 #include "../trace.h"
 #include "../ops.h"
+#include "../plan.h"
 
 namespace ctrax {
 
@@ -69,15 +70,20 @@ Tensor join_along(const std::vector<Tensor>& xs, int a, const Shape& out_shape, 
     for (int d = 0; d < a; ++d) outer *= out_shape[d];
     for (int d = a + 1; d < out_shape.rank(); ++d) inner *= out_shape[d];
     const size_t element = dtype_size(dtype);
-    char* dst = static_cast<char*>(out.raw_data());
-    for (int64_t o = 0; o < outer; ++o) {
-      for (const Tensor& x : xs) {
-        const size_t block = static_cast<size_t>(x.shape()[a] * inner) * element;
-        if (block == 0) continue;
-        std::memcpy(dst, static_cast<const char*>(x.raw_data()) + static_cast<size_t>(o) * block, block);
-        dst += block;
+    detail::KernelScope scope;
+    std::vector<std::pair<const char*, size_t>> sources;  // each input's data and block bytes
+    for (const Tensor& x : xs)
+      sources.emplace_back(static_cast<const char*>(x.raw_data()), static_cast<size_t>(x.shape()[a] * inner) * element);
+    detail::run_kernel([dst0 = static_cast<char*>(out.raw_data()), outer, sources] {
+      char* dst = dst0;
+      for (int64_t o = 0; o < outer; ++o) {
+        for (const auto& [src, block] : sources) {
+          if (block == 0) continue;
+          std::memcpy(dst, src + static_cast<size_t>(o) * block, block);
+          dst += block;
+        }
       }
-    }
+    });
     return out;
   }
   int64_t start = 0;

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../plan.h"
 #include "../trace.h"
 #include "../../kernels/gemm.h"
 #include "../cuda_arg.h"
@@ -189,10 +190,15 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
       out.fill_(0.0);
       return out;
     }
+    if (device.is_cuda()) detail::mark_unplannable("a matmul on a GPU (plans are CPU-only)");
+    detail::KernelScope scope;
     const GemmOperand ga = prepare_operand(a, batch), gb = prepare_operand(b, batch);
     dispatch_floating(dtype, [&](auto tag) {
       using T = decltype(tag);
-      batched_gemm<T>(device.is_cuda(), ga, gb, batch, m, n, k, static_cast<T*>(out.raw_data()));
+      T* c = static_cast<T*>(out.raw_data());
+      detail::run_kernel([on_gpu = device.is_cuda(), ga, gb, batch, m, n, k, c] {
+        batched_gemm<T>(on_gpu, ga, gb, batch, m, n, k, c);
+      });
     });
     return out;
   });

@@ -32,6 +32,7 @@
 #include "../../kernels/elementwise/elementwise.h"
 #include "../cuda_arg.h"
 #include "../ops.h"
+#include "../plan.h"
 #include "../trace.h"
 #include "reduce_util.h"
 
@@ -215,8 +216,10 @@ struct ArgExtremum {
 template <typename P>
 Tensor reduce_into(const Tensor& x, const ReducePlan& plan, DType out_dtype, const P& p) {
   Tensor out = empty(plan.out_shape, out_dtype);
-  detail::run_reduction(plan.layout, static_cast<const typename P::In*>(x.raw_data()),
-                        static_cast<typename P::Out*>(out.raw_data()), p);
+  detail::KernelScope scope;
+  const auto* in = static_cast<const typename P::In*>(x.raw_data());
+  auto* o = static_cast<typename P::Out*>(out.raw_data());
+  detail::run_kernel([layout = plan.layout, in, o, p] { detail::run_reduction(layout, in, o, p); });
   return out;
 }
 
@@ -249,14 +252,33 @@ void require_elements(const Tensor& x, const ReducePlan& plan, const std::vector
 
 DType real_result_dtype(DType d) { return is_floating(d) ? d : DType::float32; }
 
+// A host buffer of per-output doubles between the two passes of var/std and logsumexp, filled
+// by a kernel (so a recorded plan refills it on every replay). Shared with the kernels that
+// read it, which keeps it alive as long as a plan holds them.
+using HostScratch = std::shared_ptr<std::vector<double>>;
+
 // Per-output means in double (pass one of var/std).
 template <typename T>
-std::vector<double> means_of(const Tensor& x, const ReducePlan& plan) {
-  std::vector<double> means(static_cast<size_t>(plan.layout.n_out));
+HostScratch means_of(const Tensor& x, const ReducePlan& plan) {
+  auto means = std::make_shared<std::vector<double>>(static_cast<size_t>(plan.layout.n_out));
   SumInDouble<T, double> p;
   p.divisor = static_cast<double>(plan.layout.n_red);
-  detail::run_reduction(plan.layout, static_cast<const T*>(x.raw_data()), means.data(), p);
+  detail::KernelScope scope;
+  detail::run_kernel([layout = plan.layout, in = static_cast<const T*>(x.raw_data()), means, p] {
+    detail::run_reduction(layout, in, means->data(), p);
+  });
   return means;
+}
+
+// reduce_into with a policy that reads `scratch`, which the kernel keeps alive.
+template <typename P>
+Tensor reduce_into_reading(const Tensor& x, const ReducePlan& plan, DType out_dtype, const P& p, HostScratch scratch) {
+  Tensor out = empty(plan.out_shape, out_dtype);
+  detail::KernelScope scope;
+  const auto* in = static_cast<const typename P::In*>(x.raw_data());
+  auto* o = static_cast<typename P::Out*>(out.raw_data());
+  detail::run_kernel([layout = plan.layout, in, o, p, scratch] { detail::run_reduction(layout, in, o, p); });
+  return out;
 }
 
 Tensor variance(const Tensor& x, const std::vector<int>& axes, bool keepdims, int64_t correction, bool take_sqrt,
@@ -268,11 +290,11 @@ Tensor variance(const Tensor& x, const std::vector<int>& axes, bool keepdims, in
   if (x.device().is_cuda()) return cuda_reduce(x, plan, take_sqrt ? ReduceOp::std : ReduceOp::var, out_dtype, correction);
   return dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const std::vector<double> means = means_of<T>(x, plan);
+    const HostScratch means = means_of<T>(x, plan);
     return dispatch_floating(out_dtype, [&](auto out_tag) {
       using O = decltype(out_tag);
-      SquaredDeviation<T, O> p{means.data(), static_cast<double>(plan.layout.n_red - correction), take_sqrt};
-      return reduce_into(x, plan, out_dtype, p);
+      SquaredDeviation<T, O> p{means->data(), static_cast<double>(plan.layout.n_red - correction), take_sqrt};
+      return reduce_into_reading(x, plan, out_dtype, p, means);
     });
   });
 }
@@ -406,12 +428,16 @@ Tensor logsumexp(const Tensor& x, const std::vector<int>& axes, bool keepdims) {
     if (x.device().is_cuda()) return cuda_reduce(x, plan, ReduceOp::logsumexp, out_dtype);
     return dispatch_dtype(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      std::vector<double> maxima(static_cast<size_t>(plan.layout.n_out));
-      detail::run_reduction(plan.layout, static_cast<const T*>(x.raw_data()), maxima.data(),
-                            Extremum<T, true, double>{});
+      auto maxima = std::make_shared<std::vector<double>>(static_cast<size_t>(plan.layout.n_out));
+      {
+        detail::KernelScope scope;
+        detail::run_kernel([layout = plan.layout, in = static_cast<const T*>(x.raw_data()), maxima] {
+          detail::run_reduction(layout, in, maxima->data(), Extremum<T, true, double>{});
+        });
+      }
       return dispatch_floating(out_dtype, [&](auto out_tag) {
         using O = decltype(out_tag);
-        return reduce_into(x, plan, out_dtype, ShiftedExpSum<T, O>{maxima.data()});
+        return reduce_into_reading(x, plan, out_dtype, ShiftedExpSum<T, O>{maxima->data()}, maxima);
       });
     });
   }, [&] { return reduce_attrs(axes, keepdims); });

@@ -29,6 +29,7 @@
 #include "../../kernels/parallel.h"
 #include "../cuda_arg.h"
 #include "../ops.h"
+#include "../plan.h"
 #include "reduce_util.h"
 
 namespace ctrax {
@@ -101,8 +102,11 @@ Tensor scan(const Tensor& x, int axis_in, bool reverse, double discount, DType d
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T> || (!kDiscounted && std::is_same_v<T, int64_t>)) {
-      scan_blocks<T, kDiscounted>(static_cast<const T*>(src.raw_data()), static_cast<T*>(out.raw_data()), outer,
-                                  x.shape()[axis], inner, reverse, discount);
+      detail::KernelScope scope;
+      detail::run_kernel([in = static_cast<const T*>(src.raw_data()), o = static_cast<T*>(out.raw_data()), outer,
+                          n = x.shape()[axis], inner, reverse, discount] {
+        scan_blocks<T, kDiscounted>(in, o, outer, n, inner, reverse, discount);
+      });
     } else {
       CTRAX_CHECK(false, op, ": unexpected result dtype ", dtype);
     }

@@ -38,6 +38,7 @@
 #include "../../kernels/parallel.h"
 #include "../cuda_arg.h"
 #include "../ops.h"
+#include "../plan.h"
 #include "reduce_util.h"
 
 namespace ctrax {
@@ -149,19 +150,22 @@ Tensor softmax_impl(const Tensor& x, int axis_in, const char* op) {
   const AxisView v = axis_view(x.shape(), axis);
   dispatch_floating(dtype, [&](auto tag) {
     using T = decltype(tag);
+    detail::KernelScope scope;
     const T* in = static_cast<const T*>(src.raw_data());
     T* y = static_cast<T*>(out.raw_data());
-    const int64_t block = v.n * v.inner;  // elements per outer index
-    auto blocks = [&](int64_t begin, int64_t end) {
-      std::vector<T> m;
-      std::vector<double> s;
-      for (int64_t o = begin; o < end; ++o) {
-        if (v.inner == 1) softmax_row<T, kLog>(in + o * block, y + o * block, v.n);
-        else softmax_block<T, kLog>(in + o * block, y + o * block, v.n, v.inner, m, s);
-      }
-    };
-    if (v.outer * block <= detail::kReduceGrain) blocks(0, v.outer);
-    else kernels::parallel_for(v.outer, std::max<int64_t>(1, detail::kReduceGrain / block), blocks);
+    detail::run_kernel([in, y, v] {
+      const int64_t block = v.n * v.inner;  // elements per outer index
+      auto blocks = [&](int64_t begin, int64_t end) {
+        std::vector<T> m;
+        std::vector<double> s;
+        for (int64_t o = begin; o < end; ++o) {
+          if (v.inner == 1) softmax_row<T, kLog>(in + o * block, y + o * block, v.n);
+          else softmax_block<T, kLog>(in + o * block, y + o * block, v.n, v.inner, m, s);
+        }
+      };
+      if (v.outer * block <= detail::kReduceGrain) blocks(0, v.outer);
+      else kernels::parallel_for(v.outer, std::max<int64_t>(1, detail::kReduceGrain / block), blocks);
+    });
   });
   return out;
 }

@@ -65,7 +65,7 @@ Tensor real_unary(const Tensor& x, const char* op, kc::UnaryOp cuda_op, F f) {
   Tensor out(xf.shape(), xf.dtype());
   dispatch_floating(xf.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    map_unary<T, T, Kernel>(xf, out, [&f](T v) -> T { return f(v); });
+    map_unary<T, T, Kernel>(xf, out, [f](T v) -> T { return f(v); });
   });
   return out;
 }
@@ -84,7 +84,7 @@ Tensor arithmetic_unary(const Tensor& x, const char* op, kc::UnaryOp cuda_op, F 
   Tensor out(x.shape(), x.dtype());
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (!std::is_same_v<T, uint8_t>) map_unary<T, T, Kernel>(x, out, [&f](T v) -> T { return f(v); });
+    if constexpr (!std::is_same_v<T, uint8_t>) map_unary<T, T, Kernel>(x, out, [f](T v) -> T { return f(v); });
   });
   return out;
 }
@@ -98,7 +98,7 @@ Tensor rounding_unary(const Tensor& x, const char* op, kc::UnaryOp cuda_op, F f)
   Tensor out(x.shape(), x.dtype());
   dispatch_floating(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    map_unary<T, T>(x, out, [&f](T v) -> T { return f(v); });
+    map_unary<T, T>(x, out, [f](T v) -> T { return f(v); });
   });
   return out;
 }
@@ -111,7 +111,7 @@ Tensor test_unary(const Tensor& x, const char* op, kc::UnaryOp cuda_op, F f) {
   Tensor out(x.shape(), DType::boolean);
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    map_unary<T, uint8_t>(x, out, [&f](T v) -> uint8_t { return f(v) ? 1 : 0; });
+    map_unary<T, uint8_t>(x, out, [f](T v) -> uint8_t { return f(v) ? 1 : 0; });
   });
   return out;
 }

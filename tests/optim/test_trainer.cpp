@@ -428,3 +428,121 @@ TEST_CASE("Trainer set_weights and set_state check the tree against the model") 
   weights[0]["kernel"] = Tree(zeros({5, 16}));
   CHECK_THROWS_WITH_AS(t.set_weights(weights), doctest::Contains("weight 0/kernel is float32[5, 16]"), ctrax::Error);
 }
+
+// ---- The compiled step (TrainerOptions::compile, tensor/compile.h) --------------------------
+
+namespace {
+
+struct TrainerRun {
+  Tree weights, state, slots;
+  std::vector<Metrics> rows;
+  CompileStats stats;
+};
+
+TrainerRun run_trainer(TrainerOptions o, bool compile, int64_t steps) {
+  o.compile = compile;
+  Trainer trainer(std::move(o));
+  TrainerRun r;
+  for (int64_t i = 0; i < steps; ++i) r.rows.push_back(trainer.train_step());
+  r.weights = trainer.weights();
+  r.state = trainer.state();
+  r.slots = trainer.slots();
+  r.stats = trainer.compile_stats();
+  return r;
+}
+
+void check_same_run(const TrainerRun& a, const TrainerRun& b) {
+  CHECK(bitwise_equal(a.weights, b.weights));
+  CHECK(bitwise_equal(a.state, b.state));
+  CHECK(bitwise_equal(a.slots, b.slots));
+  REQUIRE(a.rows.size() == b.rows.size());
+  for (size_t i = 0; i < a.rows.size(); ++i) CHECK(a.rows[i] == b.rows[i]);
+}
+
+}  // namespace
+
+TEST_CASE("Trainer compiled steps equal eager steps bit for bit: MLP regression with Adam") {
+  TrainerOptions o;
+  o.model = Serial({Dense(16), Tanh(), Dense(16), Relu(), Dense(1)});
+  o.loss = L2Loss();
+  o.optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-2, .clip_grad_norm = 0.5});
+  o.lr_schedule = multifactor_schedule();  // the rate changes every step: the plan must not bake it in
+  o.train_stream = linear_stream(8);
+  const TrainerRun eager = run_trainer(o, false, 12);
+  const TrainerRun compiled = run_trainer(o, true, 12);
+  check_same_run(eager, compiled);
+  CHECK(eager.stats.replays == 0);
+  CHECK(compiled.stats.recordings == 1);
+  CHECK(compiled.stats.replays == 11);
+}
+
+TEST_CASE("Trainer compiled steps thread the model state: BatchNorm classifier, accuracy metric") {
+  TrainerOptions o = classifier_options(class_stream(16));
+  o.model = Serial({Dense(16), BatchNorm(), Relu(), Dense(3)});
+  const TrainerRun eager = run_trainer(o, false, 10);
+  const TrainerRun compiled = run_trainer(o, true, 10);
+  check_same_run(eager, compiled);
+  CHECK(compiled.stats.replays == 9);
+}
+
+TEST_CASE("Trainer with Dropout runs eagerly (a random draw) and gives the eager results") {
+  std::vector<std::string> lines;
+  const CompileLogSink previous = set_compile_log_sink([&](const std::string& l) { lines.push_back(l); });
+  const TrainerOptions o = classifier_options(class_stream(16));
+  const TrainerRun eager = run_trainer(o, false, 4);
+  const TrainerRun compiled = run_trainer(o, true, 4);
+  set_compile_log_sink(previous);
+  check_same_run(eager, compiled);
+  CHECK(compiled.stats.replays == 0);
+  CHECK(lines.size() == 1);
+}
+
+TEST_CASE("Trainer compiled step allocates no tensor storage in steady state") {
+  TrainerOptions o;
+  o.model = Serial({Dense(64), Tanh(), Dense(64), Tanh(), Dense(2)});
+  o.loss = L2Loss();
+  o.optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-3});
+  o.lr_schedule = constant_schedule(1e-3);
+  const Tensor x = normal(Key(1), {64, 4});
+  const Tensor y = normal(Key(2), {64, 2});
+  o.train_stream = [x, y](int64_t) { return Batch{x, y}; };
+  Trainer trainer(o);
+  for (int i = 0; i < 3; ++i) trainer.train_step(Batch{x, y}, false);
+  const AllocationStats before = allocation_stats();
+  for (int i = 0; i < 5; ++i) trainer.train_step(Batch{x, y}, false);
+  CHECK(allocation_stats().storages_allocated == before.storages_allocated);
+  CHECK(trainer.compile_stats().replays == 7);
+}
+
+TEST_CASE("Trainer compiled step sees replaced weights and a new batch shape") {
+  TrainerOptions o;
+  o.model = Serial({Dense(8), Tanh(), Dense(1)});
+  o.loss = L2Loss();
+  o.lr_schedule = constant_schedule(1e-2);
+  o.train_stream = linear_stream(4);
+  auto run = [&](bool compile) {
+    TrainerOptions c = o;
+    c.compile = compile;
+    Trainer t(c);
+    t.train_step();
+    t.train_step();
+    t.set_weights(t.weights().map([](const Tensor& w) { return mul(w, 0.5); }));  // new storages
+    t.train_step();
+    t.train_step(linear_stream(7)(3));  // another signature
+    t.train_step();
+    return t.weights();
+  };
+  CHECK(bitwise_equal(run(false), run(true)));
+}
+
+TEST_CASE("Trainer compiled step still checks the batch: a bad class id throws on a replay") {
+  TrainerOptions o = classifier_options(class_stream(8));
+  o.model = Serial({Dense(8), Relu(), Dense(3)});
+  Trainer trainer(o);
+  trainer.train_step();
+  trainer.train_step();
+  CHECK(trainer.compile_stats().replays == 1);
+  Batch bad = class_stream(8)(5);
+  bad[1] = full({8}, 3.0, DType::int64);  // 3 classes: id 3 is out of range
+  CHECK_THROWS_WITH_AS(trainer.train_step(bad), doctest::Contains("must be in [0, 3)"), Error);
+}

@@ -1,0 +1,83 @@
+// The MLP 4-64-64-2 training step (forward, backward, Adam; batch 64, one thread) through the
+// Trainer, eager against compiled (TrainerOptions::compile, tensor/compile.h), and the bare
+// value_and_grad of the same loss compiled with CompiledFunction. Run side by side by
+// bench/run_train_step.sh, which writes bench/results/train_step.md.
+#include <benchmark/benchmark.h>
+
+#include <ctrax/ctrax.h>
+
+namespace {
+
+using ctrax::Tensor;
+
+ctrax::TrainerOptions mlp_trainer(bool compile) {
+  ctrax::TrainerOptions o;
+  o.model = ctrax::Serial({ctrax::Dense(64), ctrax::Relu(), ctrax::Dense(64), ctrax::Relu(), ctrax::Dense(2)});
+  o.loss = ctrax::L2Loss();
+  o.optimizer = std::make_shared<ctrax::Adam>(ctrax::AdamOptions{.learning_rate = 1e-3});
+  o.lr_schedule = ctrax::constant_schedule(1e-3);
+  const Tensor x = ctrax::uniform(ctrax::Key(1), {64, 4}, ctrax::DType::float32, -1.0, 1.0);
+  const Tensor y = ctrax::uniform(ctrax::Key(2), {64, 2}, ctrax::DType::float32, -0.5, 0.5);
+  o.train_stream = [x, y](int64_t) { return ctrax::Batch{x, y}; };
+  o.compile = compile;
+  return o;
+}
+
+void train_steps(benchmark::State& state, bool compile) {
+  ctrax::kernels::set_num_threads(1);
+  ctrax::Trainer trainer(mlp_trainer(compile));
+  const ctrax::Batch batch = trainer.options().train_stream(0);
+  for (int i = 0; i < 3; ++i) trainer.train_step(batch, false);  // warm: records the plan
+  const ctrax::AllocationStats before = ctrax::allocation_stats();
+  for (auto _ : state) benchmark::DoNotOptimize(trainer.train_step(batch, false));
+  state.counters["storages_per_step"] = static_cast<double>(ctrax::allocation_stats().storages_allocated -
+                                                            before.storages_allocated) /
+                                        static_cast<double>(state.iterations());
+}
+
+void BM_mlp_train_step_eager(benchmark::State& state) { train_steps(state, false); }
+void BM_mlp_train_step_compiled(benchmark::State& state) { train_steps(state, true); }
+
+// The loss and gradients alone (no optimizer, no Trainer): the plan's kernels against eager.
+Tensor mlp_loss(const std::vector<Tensor>& w, const Tensor& x, const Tensor& y) {
+  Tensor h = ctrax::relu(ctrax::matmul(x, w[0]) + w[1]);
+  h = ctrax::relu(ctrax::matmul(h, w[2]) + w[3]);
+  return ctrax::mean(ctrax::square(ctrax::matmul(h, w[4]) + w[5] - y));
+}
+
+std::vector<Tensor> mlp_weights() {
+  return {ctrax::uniform(ctrax::Key(3), {4, 64}, ctrax::DType::float32, -0.5, 0.5), ctrax::full({64}, 0.01),
+          ctrax::uniform(ctrax::Key(4), {64, 64}, ctrax::DType::float32, -0.12, 0.12), ctrax::full({64}, 0.01),
+          ctrax::uniform(ctrax::Key(5), {64, 2}, ctrax::DType::float32, -0.12, 0.12), ctrax::full({2}, 0.0)};
+}
+
+void BM_mlp_value_and_grad_eager(benchmark::State& state) {
+  ctrax::kernels::set_num_threads(1);
+  const std::vector<Tensor> w = mlp_weights();
+  const Tensor x = ctrax::uniform(ctrax::Key(1), {64, 4}), y = ctrax::uniform(ctrax::Key(2), {64, 2});
+  const auto step = ctrax::value_and_grad(mlp_loss);
+  for (auto _ : state) benchmark::DoNotOptimize(step(w, x, y));
+}
+
+void BM_mlp_value_and_grad_compiled(benchmark::State& state) {
+  ctrax::kernels::set_num_threads(1);
+  const std::vector<Tensor> w = mlp_weights();
+  const Tensor x = ctrax::uniform(ctrax::Key(1), {64, 4}), y = ctrax::uniform(ctrax::Key(2), {64, 2});
+  const auto step = ctrax::value_and_grad(mlp_loss);
+  ctrax::CompiledFunction compiled([&](const std::vector<Tensor>& in) {
+    auto r = step(w, in[0], in[1]);
+    std::vector<Tensor> out{r.value};
+    out.insert(out.end(), r.grad.begin(), r.grad.end());
+    return out;
+  });
+  compiled({x, y});
+  for (auto _ : state) benchmark::DoNotOptimize(compiled({x, y}));
+}
+
+}  // namespace
+
+BENCHMARK(BM_mlp_train_step_eager);
+BENCHMARK(BM_mlp_train_step_compiled);
+BENCHMARK(BM_mlp_value_and_grad_eager);
+BENCHMARK(BM_mlp_value_and_grad_compiled);
+BENCHMARK_MAIN();

@@ -1,0 +1,91 @@
+// compile: run a function of tensors as a static plan after its first call (JAX's jit, by
+// recording rather than by abstract tracing).
+//
+// What it is for: steps that run many times with the same shapes, such as a training step
+// (forward, the backward of value_and_grad, the metrics). The first call with a new input
+// signature (dtypes and shapes) runs the function eagerly under a PlanRecorder (tensor/plan.h):
+// its kernels are kept in order, over buffers cut from one arena with reuse by liveness. Later
+// calls with that signature copy the inputs into the plan's input buffers and run the kernels:
+// no tape, no shape checks, no allocation, no reference counts. Results are bit-identical to
+// eager, since the same kernels run in the same order on the same data.
+//
+// The contract (as JAX's): the function is a pure function of its inputs and of tensors that
+// live across calls (weights, constants), whose storages the plan keeps and reads each time.
+// Host values the function reads are baked into the plan: pass those that change as `guard`
+// (part of the cache key) or as tensors. A function that reads tensor memory on the host (item(),
+// a branch on a value, a random draw) or uses an op without a plan (CUDA tensors, for now) is
+// found out while it is recorded: it runs eagerly from then on for that signature, and the
+// first such fallback is said once in a log line (compile_log_sink()).
+//
+// The returned tensors are the plan's output buffers: valid until the next call of the same
+// compiled function (clone() what must outlive it). Not thread-safe: one caller at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor.h"
+
+namespace ctrax {
+
+struct CompileOptions {
+  std::string name = "function";  // names the function in the log line
+  size_t max_plans = 8;           // signatures kept; the least recently used plan is dropped
+  bool enabled = true;            // false: every call runs eagerly
+};
+
+struct CompileStats {
+  int64_t recordings = 0;   // calls that recorded a plan
+  int64_t replays = 0;      // calls that ran a plan
+  int64_t eager_calls = 0;  // calls that ran eagerly (disabled or unplannable)
+  int64_t plans = 0;        // plans held now
+  int64_t kernels = 0;      // kernels of the most recent plan
+  size_t arena_bytes = 0;   // bytes held by all plans' arenas
+};
+
+class CompiledFunction {
+ public:
+  using Function = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+  explicit CompiledFunction(Function function, CompileOptions options = {});
+  ~CompiledFunction();
+  CompiledFunction(CompiledFunction&&) noexcept;
+  CompiledFunction& operator=(CompiledFunction&&) noexcept;
+
+  // function(inputs). `guard` joins the signature: calls with another guard get another plan.
+  const std::vector<Tensor>& operator()(const std::vector<Tensor>& inputs, uint64_t guard = 0);
+
+  // Drops every plan (e.g. after the tensors the function reads were replaced).
+  void clear();
+  const CompileStats& stats() const { return stats_; }
+  const CompileOptions& options() const { return options_; }
+
+ private:
+  struct Plan;
+  std::vector<int64_t> signature(const std::vector<Tensor>& inputs, uint64_t guard) const;
+  const std::vector<Tensor>& record(std::vector<int64_t> key, const std::vector<Tensor>& inputs);
+
+  Function function_;
+  CompileOptions options_;
+  std::list<std::unique_ptr<Plan>> plans_;  // most recently used first
+  std::vector<Tensor> eager_outputs_;
+  CompileStats stats_;
+  bool said_fallback_ = false;
+};
+
+// A check on a tensor's value that stays in compiled functions: `check` gets the value of the
+// one-element tensor `scalar` (converted to double) and returns an empty string when it is fine,
+// else the message of the ctrax::Error to throw. Eagerly it runs at once; a plan runs it at the
+// same place on every replay. (Reading the value with item() instead would make the function
+// unplannable.)
+void check_value(const Tensor& scalar, std::function<std::string(double)> check);
+
+// Where compile's one-line notices go (default: standard error). Returns the previous sink.
+using CompileLogSink = std::function<void(const std::string&)>;
+CompileLogSink set_compile_log_sink(CompileLogSink sink);
+
+}  // namespace ctrax

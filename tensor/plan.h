@@ -1,0 +1,147 @@
+// Plan: the kernels of one eager run of a function, recorded so they can be run again without
+// the tensor layer (no shapes to check, no dispatch, no tape, no allocation, no reference counts).
+//
+// What it is for: tensor/compile.h. While a PlanRecorder is active on a thread, every op runs
+// as usual and each CPU kernel it launches through run_kernel() is also kept, as a closure over
+// raw pointers. Storages allocated meanwhile come from the recorder's arena: a block freed
+// during the run goes back to the arena and is reused by a later allocation of its size class,
+// so the arena holds what the run needed at its peak, not the sum of its buffers. Storages made
+// before the recording that a kernel touches are kept alive by the plan.
+//
+// The contract that makes a replay equal to the eager run: a kernel reads only memory it was
+// given pointers to and host values it copied into its closure. Code that reads tensor memory
+// on the host (item(), to_vector(), data<T>() outside a kernel: a branch on a value, a random
+// draw, a host-side formula) makes the recording *unplannable*: raw_data() reports it, the run
+// still completes eagerly, and compile.h falls back to eager for that function.
+//
+// What it is not for: users (use compile.h); CUDA tensors (their ops take device pointers
+// outside run_kernel, so recording a function that touches one reports it as unplannable).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace ctrax {
+
+class Storage;
+class PlanArena;
+
+// One recorded kernel.
+using PlanKernel = std::function<void()>;
+
+// Records on the calling thread for its lifetime (recorders do not nest).
+class PlanRecorder {
+ public:
+  PlanRecorder();
+  ~PlanRecorder();
+  PlanRecorder(const PlanRecorder&) = delete;
+  PlanRecorder& operator=(const PlanRecorder&) = delete;
+
+  // Stops recording (the destructor does it too): later ops neither record nor use the arena.
+  void stop();
+  // True when some code read or wrote tensor memory outside a recorded kernel.
+  bool unplannable() const { return !reason_.empty(); }
+  // What made it unplannable, for the log line.
+  const std::string& reason() const { return reason_; }
+
+  std::vector<PlanKernel>& kernels() { return kernels_; }
+  const std::shared_ptr<PlanArena>& arena() const { return arena_; }
+  // The storages from before the recording that kernels touch (kept alive by the plan).
+  std::vector<std::shared_ptr<Storage>>& external_storages() { return external_; }
+
+  // ---- Called by the tensor layer ---------------------------------------------------------------
+  void add_kernel(PlanKernel kernel) { kernels_.push_back(std::move(kernel)); }
+  void touch(const std::shared_ptr<Storage>& storage);
+  void mark_unplannable(std::string reason);
+
+ private:
+  std::shared_ptr<PlanArena> arena_;
+  std::vector<PlanKernel> kernels_;
+  std::vector<std::shared_ptr<Storage>> external_;
+  std::unordered_set<const Storage*> external_seen_;
+  std::string reason_;
+  bool active_ = true;
+};
+
+// The blocks of a plan's storages. Shared by the plan and by every storage cut from it, so a
+// block outlives both the handles of the eager run and the plan's closures.
+class PlanArena {
+ public:
+  PlanArena() = default;
+  ~PlanArena();
+  PlanArena(const PlanArena&) = delete;
+  PlanArena& operator=(const PlanArena&) = delete;
+
+  // A block of at least nbytes (64-byte aligned): a freed block of its size class while
+  // recording, else a new one. `reuse` is false once recording has stopped.
+  void* take(size_t nbytes);
+  // Back to the free list of its class (the memory stays with the arena until it dies).
+  void give(void* block, size_t nbytes);
+  void stop_reuse() { reuse_ = false; }
+  // Bytes of all blocks (what the plan holds).
+  size_t bytes() const { return bytes_; }
+
+ private:
+  std::vector<std::pair<size_t, void*>> free_;  // (class bytes, block)
+  std::vector<void*> all_;
+  size_t bytes_ = 0;
+  bool reuse_ = true;
+};
+
+namespace detail {
+
+struct CaptureState {
+  PlanRecorder* recorder = nullptr;
+  int kernel_depth = 0;  // > 0 inside KernelScope: raw_data() hands out pointers for a kernel
+};
+extern thread_local constinit CaptureState t_capture_state;
+
+// Called by Tensor::raw_data() while a recorder is active.
+void note_raw_access(const std::shared_ptr<Storage>& storage);
+
+// Marks the enclosed code as a kernel's set-up: raw_data() calls in it take pointers for the
+// kernel rather than reading values on the host. Keep the scope to the pointer arithmetic and
+// the run_kernel call.
+class KernelScope {
+ public:
+  KernelScope() { ++t_capture_state.kernel_depth; }
+  ~KernelScope() { --t_capture_state.kernel_depth; }
+  KernelScope(const KernelScope&) = delete;
+  KernelScope& operator=(const KernelScope&) = delete;
+};
+
+// Runs kernel() now and, while a recorder is active, keeps a copy of it for replay. The kernel
+// must hold by value everything it reads at run time (pointers, sizes, strides, scalars).
+template <typename Kernel>
+void run_kernel(Kernel&& kernel) {
+  PlanRecorder* recorder = t_capture_state.recorder;
+  if (recorder == nullptr) {
+    kernel();
+    return;
+  }
+  KernelScope scope;
+  kernel();
+  recorder->add_kernel(PlanKernel(std::forward<Kernel>(kernel)));
+}
+
+// While recording: a kernel that writes t's current bytes back into it, for a constant made on
+// the host (from_vector, arange, eye) inside the recorded function. t is fresh and contiguous.
+void record_constant_bytes(void* data, size_t nbytes);
+
+// While recording: the arena to allocate a new storage from (null otherwise).
+PlanArena* recording_arena();
+std::shared_ptr<PlanArena> recording_arena_handle();
+
+// Marks the active recording (if any) unplannable: for host code the raw_data() check cannot
+// see, e.g. a value read through a kernel that returns it to the host.
+void mark_unplannable(const char* what);
+
+}  // namespace detail
+
+}  // namespace ctrax

@@ -1,0 +1,156 @@
+// compile (tensor/compile.h): a recorded plan replays the eager function bit for bit, allocates
+// nothing, sees in-place updates of the tensors it reads, and falls back to eager (said once)
+// for a function that reads tensor memory on the host.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <ctrax/tensor/compile.h>
+#include <ctrax/tensor/ops.h>
+#include <ctrax/tensor/random.h>
+
+#include "test_util.h"
+
+using namespace ctrax;
+
+namespace {
+
+bool bitwise_equal(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+  const Tensor ac = a.contiguous(), bc = b.contiguous();
+  return std::memcmp(ac.raw_data(), bc.raw_data(), static_cast<size_t>(ac.numel()) * ac.element_size()) == 0;
+}
+
+// A small layer: tanh(x @ w + b), its sum of squares, and a constant made inside.
+std::vector<Tensor> layer(const std::vector<Tensor>& in, const Tensor& w, const Tensor& b) {
+  const Tensor h = tanh(add(matmul(in[0], w), b));
+  const Tensor scale = from_vector<float>({0.5f, 2.0f, -1.0f}, {3});
+  return {mul(h, scale), sum(square(h)), mul(sub(1.0, h), 3.0)};
+}
+
+struct LogCapture {
+  std::vector<std::string> lines;
+  CompileLogSink previous;
+  LogCapture() {
+    previous = set_compile_log_sink([this](const std::string& line) { lines.push_back(line); });
+  }
+  ~LogCapture() { set_compile_log_sink(previous); }
+};
+
+}  // namespace
+
+TEST_CASE("compile: a replay equals eager bit for bit on new inputs and allocates nothing") {
+  const Tensor w = test::random_tensor({4, 3}, DType::float32, 1);
+  const Tensor b = test::random_tensor({3}, DType::float32, 2);
+  CompiledFunction f([&](const std::vector<Tensor>& in) { return layer(in, w, b); });
+  const Tensor x0 = test::random_tensor({5, 4}, DType::float32, 3);
+  const std::vector<Tensor> first = f({x0});
+  CHECK(f.stats().recordings == 1);
+  CHECK(f.stats().kernels > 0);
+  for (uint64_t seed = 10; seed < 13; ++seed) {
+    const Tensor x = test::random_tensor({5, 4}, DType::float32, seed);
+    const std::vector<Tensor> want = layer({x}, w, b);
+    const AllocationStats before = allocation_stats();
+    const std::vector<Tensor>& got = f({x});
+    const AllocationStats after = allocation_stats();
+    CHECK(after.storages_allocated == before.storages_allocated);
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i) CHECK(bitwise_equal(got[i], want[i]));
+  }
+  CHECK(f.stats().replays == 3);
+  CHECK(f.stats().recordings == 1);
+}
+
+TEST_CASE("compile: a replay reads the current values of tensors updated in place") {
+  Tensor w = test::random_tensor({4, 3}, DType::float32, 1);
+  const Tensor b = zeros({3});
+  CompiledFunction f([&](const std::vector<Tensor>& in) { return layer(in, w, b); });
+  const Tensor x = test::random_tensor({2, 4}, DType::float32, 3);
+  f({x});
+  w.copy_(test::random_tensor({4, 3}, DType::float32, 7));  // in place, as an optimizer does
+  const std::vector<Tensor> want = layer({x}, w, b);
+  const std::vector<Tensor>& got = f({x});
+  CHECK(f.stats().replays == 1);
+  for (size_t i = 0; i < got.size(); ++i) CHECK(bitwise_equal(got[i], want[i]));
+}
+
+TEST_CASE("compile: each signature and guard gets its own plan, and the cache is bounded") {
+  const Tensor w = test::random_tensor({4, 3}, DType::float32, 1);
+  const Tensor b = zeros({3});
+  CompileOptions options;
+  options.max_plans = 2;
+  CompiledFunction f([&](const std::vector<Tensor>& in) { return layer(in, w, b); }, options);
+  for (int64_t rows : {1, 2, 3, 1}) f({test::random_tensor({rows, 4}, DType::float32, 5)});
+  CHECK(f.stats().recordings == 4);  // rows = 1 was dropped when rows = 3 came
+  CHECK(f.stats().plans == 2);
+  f({test::random_tensor({1, 4}, DType::float32, 6)});
+  CHECK(f.stats().replays == 1);
+  f({test::random_tensor({1, 4}, DType::float32, 6)}, /*guard=*/7);
+  CHECK(f.stats().recordings == 5);
+  // float64 inputs are another signature, and give float64 results.
+  const std::vector<Tensor>& r = f({test::random_tensor({1, 4}, DType::float64, 6)});
+  CHECK(r[1].dtype() == DType::float64);
+}
+
+TEST_CASE("compile: a function that reads a value on the host runs eagerly and says so once") {
+  LogCapture log;
+  const Tensor w = test::random_tensor({4, 3}, DType::float32, 1);
+  CompileOptions options;
+  options.name = "branchy";
+  CompiledFunction f(
+      [&](const std::vector<Tensor>& in) {
+        const Tensor s = sum(in[0]);
+        // A branch on a value: a plan could not follow it.
+        return std::vector<Tensor>{s.item<float>() > 0 ? mul(in[0], 2.0) : neg(in[0])};
+      },
+      options);
+  for (uint64_t seed = 1; seed < 6; ++seed) {
+    const Tensor x = test::random_tensor({3, 4}, DType::float32, seed);
+    const Tensor want = sum(x).item<float>() > 0 ? mul(x, 2.0) : neg(x);
+    CHECK(bitwise_equal(f({x})[0], want));
+  }
+  CHECK(f.stats().replays == 0);
+  CHECK(f.stats().recordings == 1);
+  CHECK(f.stats().eager_calls == 4);
+  REQUIRE(log.lines.size() == 1);
+  CHECK(log.lines[0].find("branchy runs eagerly") != std::string::npos);
+}
+
+TEST_CASE("compile: random draws inside the function are not baked into a plan") {
+  LogCapture log;
+  CompiledFunction f([&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{add(in[0], normal(Key(3), in[0].shape()))};
+  });
+  const Tensor x = zeros({4});
+  f({x});
+  f({x});
+  CHECK(f.stats().replays == 0);
+  CHECK(log.lines.size() == 1);
+}
+
+TEST_CASE("compile: an error inside the function propagates and leaves no plan") {
+  CompiledFunction f([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{matmul(in[0], in[0])}; });
+  CHECK_THROWS_AS(f({zeros({2, 3})}), Error);
+  CHECK(f.stats().plans == 0);
+  CHECK(f({zeros({3, 3})})[0].shape() == Shape{3, 3});
+}
+
+TEST_CASE("compile: bad options are refused") {
+  CHECK_THROWS_WITH_AS(CompiledFunction(nullptr), doctest::Contains("the function is empty"), Error);
+  CompileOptions options;
+  options.max_plans = 0;
+  CHECK_THROWS_WITH_AS(CompiledFunction([](const std::vector<Tensor>& in) { return in; }, options),
+                       doctest::Contains("max_plans"), Error);
+}
+
+TEST_CASE("compile: disabled runs every call eagerly") {
+  CompileOptions options;
+  options.enabled = false;
+  CompiledFunction f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{exp(in[0])}; }, options);
+  f({ones({2})});
+  f({ones({2})});
+  CHECK(f.stats().eager_calls == 2);
+  CHECK(f.stats().recordings == 0);
+}
