@@ -163,6 +163,7 @@ ActorCriticAgent::ActorCriticAgent(RLTask& task, AgentOptions agent_options, Pol
   value_scale_ = o.scale_value_targets ? 1.0 / (1.0 - this->task().gamma()) : 1.0;
 
   TrainerOptions t;
+  t.compile = this->agent_options().compile;
   t.model = o.value_model;
   t.optimizer = o.value_optimizer;
   t.lr_schedule = o.value_lr_schedule;

@@ -67,6 +67,7 @@ ActorCriticJointAgent::ActorCriticJointAgent(RLTask& task, AgentOptions agent_op
                 o.return_lambda);
 
   TrainerOptions t;
+  t.compile = Agent::agent_options().compile;
   t.model = o.joint_model;
   t.loss = algorithm.loss(distribution_, o.normalize_advantages.value_or(algorithm.normalize_advantages));
   t.metrics = joint_metrics(distribution_, algorithm.clip_epsilon);

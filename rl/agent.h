@@ -119,6 +119,9 @@ struct AgentOptions {
   // set before each epoch's training, as Stable-Baselines3 anneals). Needs max_epochs or
   // total_env_steps.
   bool anneal_learning_rate = false;
+  // Every network's training step runs compiled (TrainerOptions::compile, tensor/compile.h):
+  // the same results bit for bit, without the per-op overhead. false: eager.
+  bool compile = true;
 };
 
 // The prefix of the routine evaluation's metrics at `temperature`: "eval/" for 0, else

@@ -371,6 +371,7 @@ LayerPtr PPOLoss(DistributionPtr dist, std::shared_ptr<const double> epsilon, do
   const Distribution* d = dist.get();
   return policy_layer("PPOLoss", dist, [d, eps = std::move(epsilon), c = entropy_coeff](const PolicyBatch& b) {
     check_epsilon("PPOLoss", *eps);
+    depend_on_value(eps);  // annealed between epochs: a compiled step is recorded again
     const Tensor logp = d->log_prob(b.dist_inputs, b.actions);
     const Tensor obj = ppo_objective(logp, old_log_prob(*d, b), b.advantages, *eps);
     return entropy_term(*d, b.dist_inputs, b.st, c, neg(masked_mean(obj, b.st)));
@@ -473,6 +474,7 @@ LayerPtr ClipFraction(DistributionPtr dist, std::shared_ptr<const double> epsilo
   check_epsilon("ClipFraction", *epsilon);
   const Distribution* d = dist.get();
   return policy_layer("ClipFraction", dist, [d, epsilon = std::move(epsilon)](const PolicyBatch& b) {
+    depend_on_value(epsilon);
     const Tensor rho = exp(sub(d->log_prob(b.dist_inputs, b.actions), old_log_prob(*d, b)));
     const Tensor clipped = gt(abs(sub(rho, 1.0)), scalar_like(*epsilon, rho)).to(b.st.dtype);
     return masked_mean(clipped, b.st);

@@ -34,6 +34,7 @@ PolicyAgent::PolicyAgent(RLTask& task, AgentOptions agent_options, PolicyAgentOp
   distribution_ = policy_distribution(task, o);
 
   TrainerOptions t;
+  t.compile = Agent::agent_options().compile;
   t.model = o.policy_model;
   t.loss = std::move(loss);
   t.metrics = std::move(metrics);

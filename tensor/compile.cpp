@@ -50,6 +50,11 @@ void check_value(const Tensor& scalar, std::function<std::string(double)> check)
   });
 }
 
+void depend_on_value(const std::shared_ptr<const double>& value) {
+  CTRAX_REQUIRE(value != nullptr, "depend_on_value: the value handle is null");
+  if (PlanRecorder* recorder = detail::t_capture_state.recorder) recorder->add_value_guard(value);
+}
+
 CompileLogSink set_compile_log_sink(CompileLogSink sink) {
   CompileLogSink previous = std::move(log_sink());
   log_sink() = std::move(sink);
@@ -64,6 +69,13 @@ struct CompiledFunction::Plan {
   std::vector<PlanKernel> kernels;
   std::shared_ptr<PlanArena> arena;
   std::vector<std::shared_ptr<Storage>> external;  // storages from outside the plan its kernels touch
+  std::vector<std::pair<std::shared_ptr<const double>, double>> guards;  // host values and what they were
+
+  bool guards_hold() const {
+    for (const auto& [value, seen] : guards)
+      if (!(*value == seen)) return false;
+    return true;
+  }
 };
 
 CompiledFunction::CompiledFunction(Function function, CompileOptions options)
@@ -114,6 +126,10 @@ const std::vector<Tensor>& CompiledFunction::operator()(const std::vector<Tensor
   }
   for (auto it = plans_.begin(); it != plans_.end(); ++it) {
     if (!matches((*it)->key, inputs, guard)) continue;
+    if (!(*it)->guards_hold()) {  // a host value it baked in has changed: record it again
+      plans_.erase(it);
+      break;
+    }
     if (it != plans_.begin()) plans_.splice(plans_.begin(), plans_, it);
     Plan& plan = *plans_.front();
     if (plan.eager) {
@@ -159,6 +175,7 @@ const std::vector<Tensor>& CompiledFunction::record(std::vector<int64_t> key, co
       plan->kernels = std::move(recorder.kernels());
       plan->arena = recorder.arena();
       plan->external = std::move(recorder.external_storages());
+      plan->guards = std::move(recorder.value_guards());
     }
   }
   ++stats_.recordings;

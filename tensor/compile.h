@@ -84,6 +84,11 @@ class CompiledFunction {
 // unplannable.)
 void check_value(const Tensor& scalar, std::function<std::string(double)> check);
 
+// Says that the function being recorded (if any) reads the host value *value, which may change
+// between calls (an annealed clip range, say): the plan then holds the value it saw, and a call
+// that finds another value records the plan again instead of replaying a stale one.
+void depend_on_value(const std::shared_ptr<const double>& value);
+
 // Where compile's one-line notices go (default: standard error). Returns the previous sink.
 using CompileLogSink = std::function<void(const std::string&)>;
 CompileLogSink set_compile_log_sink(CompileLogSink sink);

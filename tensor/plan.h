@@ -54,17 +54,24 @@ class PlanRecorder {
   const std::shared_ptr<PlanArena>& arena() const { return arena_; }
   // The storages from before the recording that kernels touch (kept alive by the plan).
   std::vector<std::shared_ptr<Storage>>& external_storages() { return external_; }
+  // Host values the recorded function read, with the value each had (see depend_on_value).
+  std::vector<std::pair<std::shared_ptr<const double>, double>>& value_guards() { return guards_; }
 
   // ---- Called by the tensor layer ---------------------------------------------------------------
   void add_kernel(PlanKernel kernel) { kernels_.push_back(std::move(kernel)); }
   void touch(const std::shared_ptr<Storage>& storage);
   void mark_unplannable(std::string reason);
+  void add_value_guard(std::shared_ptr<const double> value) {
+    const double v = *value;
+    guards_.emplace_back(std::move(value), v);
+  }
 
  private:
   std::shared_ptr<PlanArena> arena_;
   std::vector<PlanKernel> kernels_;
   std::vector<std::shared_ptr<Storage>> external_;
   std::unordered_set<const Storage*> external_seen_;
+  std::vector<std::pair<std::shared_ptr<const double>, double>> guards_;
   std::string reason_;
   bool active_ = true;
 };

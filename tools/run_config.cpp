@@ -291,6 +291,7 @@ RunConfig read_run_config(toml::table config, const std::string& file) {
                                     ? AgentOptions::ConfirmStatistic::mean
                                     : AgentOptions::ConfirmStatistic::ci95_low;
     c.agent.anneal_learning_rate = t.boolean("anneal_learning_rate", false);
+    c.agent.compile = t.boolean("compile", true);
     t.finish();
     if (c.target_eval_return && (c.agent.n_eval_episodes == 0 || c.agent.eval_temperatures.empty()))
       root.fail("target_eval_return", "needs agent.n_eval_episodes >= 1 and an eval temperature");

@@ -19,7 +19,7 @@
 //   [agent]       n_trajectories_per_epoch | n_interactions_per_epoch, n_eval_episodes,
 //                 eval_temperatures, eval_max_steps, only_eval, checkpoints_to_keep,
 //                 checkpoint_every, n_confirm_episodes, confirm_statistic (mean, ci95_low),
-//                 anneal_learning_rate (AgentOptions)
+//                 anneal_learning_rate, compile (AgentOptions)
 //   [policy]      batch_size, train_steps_per_epoch, evals_per_epoch, eval_steps, max_slice_length
 //                 (0: whole trajectories)         (PolicyAgentOptions; not for joint algorithms)
 //   [value]       batch_size, train_steps_per_epoch, evals_per_epoch, eval_steps, n_shared_layers,

@@ -154,3 +154,21 @@ TEST_CASE("compile: disabled runs every call eagerly") {
   CHECK(f.stats().eager_calls == 2);
   CHECK(f.stats().recordings == 0);
 }
+
+TEST_CASE("compile: a host value the function depends on records the plan again when it changes") {
+  auto scale = std::make_shared<double>(0.5);
+  CompiledFunction f([&](const std::vector<Tensor>& in) {
+    depend_on_value(scale);
+    return std::vector<Tensor>{mul(in[0], *scale)};
+  });
+  const Tensor x = ones({3});
+  CHECK(f({x})[0].to_vector<float>() == std::vector<float>{0.5f, 0.5f, 0.5f});
+  CHECK(f({x})[0].to_vector<float>() == std::vector<float>{0.5f, 0.5f, 0.5f});
+  CHECK(f.stats().replays == 1);
+  *scale = 2.0;
+  CHECK(f({x})[0].to_vector<float>() == std::vector<float>{2.0f, 2.0f, 2.0f});
+  CHECK(f.stats().recordings == 2);
+  CHECK(f({x})[0].to_vector<float>() == std::vector<float>{2.0f, 2.0f, 2.0f});
+  CHECK(f.stats().replays == 2);
+  CHECK_THROWS_WITH_AS(depend_on_value(nullptr), doctest::Contains("null"), Error);
+}

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
+#include <map>
 #include <filesystem>
 #include <fstream>
 
@@ -272,4 +274,44 @@ TEST_CASE("Memory estimates: the replay, the environments and the buffers, again
   CHECK_THROWS_WITH_AS(ctrax::tools::check_memory(read("n_interactions_per_epoch = 1099511627776\n"), 24e9),
                        doctest::Contains("this configuration needs about"), ctrax::Error);
   CHECK(ctrax::tools::available_memory() > 1e8);
+}
+
+TEST_CASE("Run configs: compiled training steps give the eager run's checkpoints bit for bit") {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("ctrax_test_compiled_runs_" + std::to_string(getpid()));
+  fs::remove_all(root);
+  std::vector<std::string> fallbacks;  // a compiled step that fell back to eager says so here
+  const ctrax::CompileLogSink previous = ctrax::set_compile_log_sink([&](const std::string& l) { fallbacks.push_back(l); });
+  // Separate and joint networks, discrete and continuous actions, annealed rate and clip range.
+  for (const char* name : {"ppo_cartpole", "ppo_pendulum_rltools", "ppo_joint_cartpole", "a2c_cartpole",
+                           "awr_cartpole", "policy_gradient_cartpole_v0"}) {
+    CAPTURE(std::string(name));
+    std::map<std::string, ctrax::Tensor> tensors[2];
+    for (int compiled = 0; compiled < 2; ++compiled) {
+      toml::table table = parse_config_file(fs::path(CTRAX_FIXTURES_DIR "/../../configs") / (std::string(name) + ".toml"));
+      apply_overrides(table, {std::string("agent.compile=") + (compiled ? "true" : "false")});
+      const ctrax::tools::RunConfig c = read_run_config(table, name);
+      const fs::path dir = root / (std::string(name) + (compiled ? "_compiled" : "_eager"));
+      std::unique_ptr<ctrax::RLTask> task = ctrax::tools::make_task(c);
+      std::unique_ptr<ctrax::Agent> agent = ctrax::tools::make_agent(c, *task, dir);
+      agent->run(2);
+      agent->save();
+      const auto checkpoint = ctrax::io::CheckpointDirectory(dir / "checkpoints").load_latest();
+      REQUIRE(checkpoint.has_value());
+      tensors[compiled] = checkpoint->tensors;
+    }
+    REQUIRE(tensors[0].size() == tensors[1].size());
+    for (const auto& [key, eager] : tensors[0]) {
+      CAPTURE(key);
+      REQUIRE(tensors[1].count(key) == 1);
+      const ctrax::Tensor& got = tensors[1].at(key);
+      REQUIRE(got.shape() == eager.shape());
+      const ctrax::Tensor a = eager.contiguous(), b = got.contiguous();
+      CHECK(std::memcmp(a.raw_data(), b.raw_data(), static_cast<size_t>(a.numel()) * a.element_size()) == 0);
+    }
+    CHECK(fallbacks.empty());
+    fallbacks.clear();
+  }
+  ctrax::set_compile_log_sink(previous);
+  fs::remove_all(root);
 }
