@@ -153,6 +153,9 @@ class Trainer {
   // checkpoints: its owner sets it again from its own saved state.
   void set_learning_rate_factor(double factor);
   double learning_rate_factor() const { return lr_factor_; }
+  // Changes whenever the weights tree is replaced (set_weights, a restore); plans that read the
+  // weights' storages key on it (rl/collect_model.h).
+  uint64_t weights_generation() const { return weights_generation_; }
   // How the compiled training step ran (recordings, replays, eager calls, plans).
   const CompileStats& compile_stats() const { return compiled_step_.stats(); }
   // Replaces the model's state (e.g. the observation statistics an RL agent's collect model

@@ -13,7 +13,13 @@ CollectModel::CollectModel(const Trainer& trainer, std::string checkpoint_name, 
       checkpoint_name_(std::move(checkpoint_name)),
       who_(std::move(who)),
       device_(device),
-      state_(trainer.state()) {}
+      state_(trainer.state()),
+      compiled_([this](const std::vector<Tensor>& in) { return forward(in); }, [&] {
+        CompileOptions o;
+        o.name = who_ + "'s collection forward";
+        o.enabled = trainer.options().compile;
+        return o;
+      }()) {}
 
 namespace {
 
@@ -27,17 +33,39 @@ Tensor one_step(const Tensor& t, const std::string& who) {
 
 }  // namespace
 
-Stack CollectModel::act(const Tensor& observations, bool evaluating, const Stack& more) {
+std::vector<Tensor> CollectModel::forward(const std::vector<Tensor>& in) {
   NoGradScope no_grad;
-  // Converted on the host first: float32 is what crosses to the device (once).
-  Stack inputs{one_step(observations.to(DType::float32).to(device_), who_)};
-  for (const Tensor& t : more) inputs.push_back(one_step(t.to(device_), who_));
-  const Mode mode = evaluating ? Mode::eval : Mode::collect;
-  LayerResult r = trainer_.model().apply(inputs, trainer_.weights(), state_, Key(), mode);
-  if (mode == Mode::collect) state_ = std::move(r.state);
-  Stack out;
+  Stack inputs;
+  for (size_t k = 0; k <= n_more_; ++k) inputs.push_back(one_step(in[k], who_));
+  const Tree state = state_.with_leaves(std::span<const Tensor>(in).subspan(1 + n_more_));
+  const Mode mode = evaluating_ ? Mode::eval : Mode::collect;
+  LayerResult r = trainer_.model().apply(inputs, trainer_.weights(), state, Key(), mode);
+  std::vector<Tensor> out;
   for (const Tensor& t : r.outputs) out.push_back(t.select(1, 0).contiguous());
+  n_outputs_ = out.size();
+  if (mode == Mode::collect) {
+    for (const Tensor& t : r.state.leaves()) out.push_back(t);
+    new_state_structure_ = r.state;
+  }
   return out;
+}
+
+Stack CollectModel::act(const Tensor& observations, bool evaluating, const Stack& more) {
+  // Converted on the host first: float32 is what crosses to the device (once).
+  std::vector<Tensor> inputs{observations.to(DType::float32).to(device_)};
+  for (const Tensor& t : more) inputs.push_back(t.to(device_));
+  for (const Tensor& t : state_.leaves()) inputs.push_back(t);
+  evaluating_ = evaluating;
+  n_more_ = more.size();
+  // A plan reads the trainer's weight storages and bakes in the mode.
+  const uint64_t guard = trainer_.weights_generation() * 2 + (evaluating ? 1 : 0);
+  const std::vector<Tensor>& out = compiled_(inputs, guard);
+  // Copies: the caller keeps them (a trajectory stores the distribution inputs) and the plan's
+  // buffers change on the next call.
+  Stack result;
+  for (size_t i = 0; i < n_outputs_; ++i) result.push_back(out[i].clone());
+  if (!evaluating) state_ = new_state_structure_.with_leaves(std::span<const Tensor>(out).subspan(n_outputs_));
+  return result;
 }
 
 Stack CollectModel::outputs(const Tensor& observations) const {

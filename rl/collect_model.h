@@ -31,13 +31,18 @@ class CollectModel {
   // trainer must outlive this object; checkpoint_name e.g. "policy_collect_state"; who names
   // the agent in error messages.
   CollectModel(const Trainer& trainer, std::string checkpoint_name, std::string who, Device device = Device::cpu());
+  CollectModel(const CollectModel&) = delete;
+  CollectModel& operator=(const CollectModel&) = delete;
 
   // One step for N environments: observations [N, ...] (any real dtype; converted to float32)
   // run through the model as [N, 1, ...], followed by the further inputs `more` ([N, ...] each,
   // e.g. a Q-network's actions; passed as [N, 1, ...] unconverted); returns every output with
   // that length axis removed ([N, ...], contiguous, on the device). evaluating: Mode::eval (statistics
-  // unchanged), else Mode::collect.
+  // unchanged), else Mode::collect. The forward runs compiled (tensor/compile.h) when the
+  // trainer's steps do: no tape, no allocation but the returned outputs.
   Stack act(const Tensor& observations, bool evaluating, const Stack& more = {});
+  // How the compiled forward ran.
+  const CompileStats& compile_stats() const { return compiled_.stats(); }
   // The model's outputs for observations [B, L, ...] in Mode::eval (statistics unchanged).
   Stack outputs(const Tensor& observations) const;
 
@@ -55,12 +60,20 @@ class CollectModel {
 
  private:
   std::string tensor_name(const std::string& path) const;
+  // The forward on (observations, more..., state leaves...): the outputs, then in Mode::collect
+  // the new state's leaves.
+  std::vector<Tensor> forward(const std::vector<Tensor>& inputs);
 
   const Trainer& trainer_;
   std::string checkpoint_name_;
   std::string who_;
   Device device_;
   Tree state_;
+  CompiledFunction compiled_;  // runs forward
+  bool evaluating_ = false;    // read by forward (part of the plan's guard)
+  size_t n_more_ = 0;
+  size_t n_outputs_ = 0;       // set by forward
+  Tree new_state_structure_;   // set by forward
 };
 
 // Trax's supervised part of an RL epoch for one network: n_steps training steps of `trainer`

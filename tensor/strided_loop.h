@@ -44,6 +44,32 @@ inline Shape broadcast_byte_strides(const Tensor& t, const Shape& out_shape) {
 // Elements per chunk below which a loop stays on the calling thread.
 inline constexpr int64_t kElementwiseGrain = 1 << 15;
 
+// Whether an operand with these byte strides at `shape` is whole rows of the last axis (row
+// stride n elements, step 1) or one row repeated (row stride 0; step 0 for a single value):
+// the layouts kernels::binary_rows_kernel takes. rows and n are the [rows, n] view of `shape`.
+inline bool as_rows(const Shape& shape, const Shape& byte_strides, int64_t element_size, int64_t& row, int64_t& step,
+                    int64_t& rows, int64_t& n) {
+  const int r = shape.rank();
+  if (r == 0) return false;
+  n = shape[r - 1];
+  rows = n == 0 ? 0 : shape.numel() / n;
+  const int64_t last = n == 1 ? element_size : byte_strides[r - 1];
+  if (last != element_size && last != 0) return false;
+  step = last == 0 ? 0 : 1;
+  bool whole = step == 1, repeated = true;
+  int64_t expected = n * element_size;  // the contiguous byte stride of the next axis out
+  for (int d = r - 2; d >= 0; --d) {
+    if (shape[d] != 1) {
+      whole = whole && byte_strides[d] == expected;
+      repeated = repeated && byte_strides[d] == 0;
+    }
+    expected *= shape[d];
+  }
+  if (!whole && !repeated) return false;
+  row = whole && rows > 1 ? n : 0;
+  return true;
+}
+
 template <size_t N, typename Inner>
 void strided_loop(const Shape& full_shape, std::array<char*, N> base, std::array<Shape, N> strides, Inner&& inner,
                   int64_t grain = kElementwiseGrain) {

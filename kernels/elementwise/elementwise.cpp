@@ -62,6 +62,14 @@ inline void binary_switch(BinaryKernel op, const T* a, int64_t as, const T* b, i
   }
 }
 
+// `rows` rows of n: row r reads a + r * a_row and b + r * b_row (0: the same row for all) and
+// writes out + r * n. One call for a whole [rows, n] op, e.g. a bias add, instead of one per row.
+template <typename T>
+inline void binary_rows_switch(BinaryKernel op, const T* a, int64_t a_row, int64_t as, const T* b, int64_t b_row,
+                               int64_t bs, T* out, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) binary_switch(op, a + r * a_row, as, b + r * b_row, bs, out + r * n, n);
+}
+
 template <UnaryKernel Op, typename T>
 inline void unary_loop(const T* x, T* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = unary_value<Op>(x[i]);
@@ -87,8 +95,10 @@ inline void accumulate_loop(const T* x, int64_t rows, int64_t row_stride, double
 
 // ---- the variants -------------------------------------------------------------------------
 
-using BinaryF32 = void (*)(BinaryKernel, const float*, int64_t, const float*, int64_t, float*, int64_t);
-using BinaryF64 = void (*)(BinaryKernel, const double*, int64_t, const double*, int64_t, double*, int64_t);
+using BinaryF32 = void (*)(BinaryKernel, const float*, int64_t, int64_t, const float*, int64_t, int64_t, float*, int64_t,
+                           int64_t);
+using BinaryF64 = void (*)(BinaryKernel, const double*, int64_t, int64_t, const double*, int64_t, int64_t, double*,
+                           int64_t, int64_t);
 using UnaryF32 = void (*)(UnaryKernel, const float*, float*, int64_t);
 using UnaryF64 = void (*)(UnaryKernel, const double*, double*, int64_t);
 using AccumulateF32 = void (*)(const float*, int64_t, int64_t, double*, int64_t);
@@ -107,13 +117,13 @@ struct Variant {
 // Defines the four entry points of one variant in namespace NAME with the given attributes.
 #define CTRAX_ELEMENTWISE_VARIANT(NAME, ATTRIBUTES)                                                            \
   namespace NAME {                                                                                              \
-  ATTRIBUTES void binary_f32(BinaryKernel op, const float* a, int64_t as, const float* b, int64_t bs, float* o, \
-                             int64_t n) {                                                                       \
-    binary_switch(op, a, as, b, bs, o, n);                                                                      \
+  ATTRIBUTES void binary_f32(BinaryKernel op, const float* a, int64_t ar, int64_t as, const float* b, int64_t br, \
+                             int64_t bs, float* o, int64_t rows, int64_t n) {                                   \
+    binary_rows_switch(op, a, ar, as, b, br, bs, o, rows, n);                                                   \
   }                                                                                                             \
-  ATTRIBUTES void binary_f64(BinaryKernel op, const double* a, int64_t as, const double* b, int64_t bs,         \
-                             double* o, int64_t n) {                                                            \
-    binary_switch(op, a, as, b, bs, o, n);                                                                      \
+  ATTRIBUTES void binary_f64(BinaryKernel op, const double* a, int64_t ar, int64_t as, const double* b,         \
+                             int64_t br, int64_t bs, double* o, int64_t rows, int64_t n) {                      \
+    binary_rows_switch(op, a, ar, as, b, br, bs, o, rows, n);                                                   \
   }                                                                                                             \
   ATTRIBUTES void unary_f32(UnaryKernel op, const float* x, float* o, int64_t n) { unary_switch(op, x, o, n); } \
   ATTRIBUTES void unary_f64(UnaryKernel op, const double* x, double* o, int64_t n) {                           \
@@ -167,11 +177,19 @@ inline const Variant& active_variant() {
 
 void binary_kernel(BinaryKernel op, const float* a, int64_t a_step, const float* b, int64_t b_step, float* out,
                    int64_t n) {
-  active_variant().binary_f32(op, a, a_step, b, b_step, out, n);
+  active_variant().binary_f32(op, a, 0, a_step, b, 0, b_step, out, 1, n);
 }
 void binary_kernel(BinaryKernel op, const double* a, int64_t a_step, const double* b, int64_t b_step, double* out,
                    int64_t n) {
-  active_variant().binary_f64(op, a, a_step, b, b_step, out, n);
+  active_variant().binary_f64(op, a, 0, a_step, b, 0, b_step, out, 1, n);
+}
+void binary_rows_kernel(BinaryKernel op, const float* a, int64_t a_row, int64_t a_step, const float* b, int64_t b_row,
+                        int64_t b_step, float* out, int64_t rows, int64_t n) {
+  active_variant().binary_f32(op, a, a_row, a_step, b, b_row, b_step, out, rows, n);
+}
+void binary_rows_kernel(BinaryKernel op, const double* a, int64_t a_row, int64_t a_step, const double* b,
+                        int64_t b_row, int64_t b_step, double* out, int64_t rows, int64_t n) {
+  active_variant().binary_f64(op, a, a_row, a_step, b, b_row, b_step, out, rows, n);
 }
 void unary_kernel(UnaryKernel op, const float* x, float* out, int64_t n) { active_variant().unary_f32(op, x, out, n); }
 void unary_kernel(UnaryKernel op, const double* x, double* out, int64_t n) {

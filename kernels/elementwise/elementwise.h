@@ -34,6 +34,14 @@ void binary_kernel(BinaryKernel op, const double* a, int64_t a_step, const doubl
                    int64_t n);
 
 // out[i] = op(x[i]) for 0 <= i < n (contiguous; out may equal x).
+// The same over `rows` rows of n elements: row r reads a + r * a_row and b + r * b_row (a row
+// stride of 0 repeats one row, as a bias does) and writes out + r * n. One call for a [rows, n]
+// op instead of one per row; the elements are computed exactly as binary_kernel computes them.
+void binary_rows_kernel(BinaryKernel op, const float* a, int64_t a_row, int64_t a_step, const float* b, int64_t b_row,
+                        int64_t b_step, float* out, int64_t rows, int64_t n);
+void binary_rows_kernel(BinaryKernel op, const double* a, int64_t a_row, int64_t a_step, const double* b,
+                        int64_t b_row, int64_t b_step, double* out, int64_t rows, int64_t n);
+
 void unary_kernel(UnaryKernel op, const float* x, float* out, int64_t n);
 void unary_kernel(UnaryKernel op, const double* x, double* out, int64_t n);
 

@@ -232,6 +232,22 @@ void map_binary(const Tensor& out, const char* a, const Shape& a_strides, const 
   for (int d = 0; d < out.rank(); ++d) strides[0][d] *= static_cast<int64_t>(sizeof(Out));
   const T scalar_value = scalar == ScalarOperand::a ? *reinterpret_cast<const T*>(a)
                          : scalar == ScalarOperand::b ? *reinterpret_cast<const T*>(b) : T{};
+  if constexpr (Kernel != kNoKernel && std::is_same_v<T, Out> && kHasFloatKernels<T>) {
+    // [rows, n] with each operand whole rows or one repeated row (a bias add): one kernel call.
+    int64_t a_row = 0, a_step = 0, b_row = 0, b_step = 0, rows = 0, n = 0;
+    if (detail::as_rows(out.shape(), strides[1], kSize, a_row, a_step, rows, n) &&
+        detail::as_rows(out.shape(), strides[2], kSize, b_row, b_step, rows, n) && rows * n >= kMinKernelRun &&
+        rows * n <= detail::kElementwiseGrain) {
+      detail::run_kernel([base, scalar, scalar_value, a_row, a_step, b_row, b_step, rows, n] {
+        T value = scalar_value;
+        const T* x = scalar == ScalarOperand::a ? &value : reinterpret_cast<const T*>(base[1]);
+        const T* y = scalar == ScalarOperand::b ? &value : reinterpret_cast<const T*>(base[2]);
+        kernels::binary_rows_kernel(static_cast<kernels::BinaryKernel>(Kernel), x, a_row, a_step, y, b_row, b_step,
+                                    reinterpret_cast<Out*>(base[0]), rows, n);
+      });
+      return;
+    }
+  }
   detail::run_kernel([shape = out.shape(), base, strides, f, scalar, scalar_value] {
   T value = scalar_value;
   std::array<char*, 3> operands = base;
