@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# PPO on Pendulum-v1 in RLtools' configuration (configs/ppo_pendulum_rltools.toml), the whole
+# 300k-step run on one thread: ctrax compiled, ctrax eager, and (optionally) a program you built
+# yourself, e.g. RLtools' Pendulum PPO example, all interleaved over ROUNDS rounds. Writes
+# bench/results/pendulum_speed.md with the medians of wall time and peak memory. Builds nothing;
+# the other program is run as given, with OpenBLAS held to one thread and its kernel reported;
+# its "Final return: X" line is its result. OTHER_LABEL names it in the table.
+# Usage: [OTHER_LABEL=...] bench/run_pendulum_speed.sh [path/to/ctrax] [rounds] [other program...]
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+ctrax="${1:-build/tools/ctrax}"
+rounds="${2:-5}"
+shift $(( $# >= 2 ? 2 : $# ))
+other=("$@")
+config="$here/../configs/ppo_pendulum_rltools.toml"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
+run_ctrax() {  # name, extra --set flags...
+  local name="$1"
+  shift
+  local dir="$work/run_${name}_$r"
+  /usr/bin/time -f "%e %M" -o "$work/time_${name}_$r" "$ctrax" train "$config" --threads 1 --output-dir "$dir" \
+    --set target_eval_return=1e9 "$@" > "$work/out_${name}_$r" 2>&1
+  grep -o 'final: mean [-0-9.]*' "$work/out_${name}_$r" | head -1 > "$work/result_${name}_$r" || true
+  grep -o '"confirm/return_mean": [-0-9.e]*' "$dir/metrics.jsonl" | tail -1 | awk '{print $2}' > "$work/result_${name}_$r"
+}
+for ((r = 0; r < rounds; ++r)); do
+  run_ctrax compiled
+  run_ctrax compiled_no_checkpoints --set agent.checkpoint_every=1000000
+  run_ctrax eager --set agent.compile=false
+  if ((${#other[@]})); then
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 OPENBLAS_VERBOSE=2 \
+      /usr/bin/time -f "%e %M" -o "$work/time_other_$r" "${other[@]}" > "$work/out_other_$r" 2>&1
+    grep -o 'Core: .*' "$work/out_other_$r" | head -1 > "$work/core_other" || true
+    grep -o 'Final return: [-0-9.]*' "$work/out_other_$r" | awk '{print $3}' > "$work/result_other_$r" || true
+  fi
+done
+load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
+python3 - "$work" "$rounds" "$here/results/pendulum_speed.md" "$load_before" "$load_after" "${OTHER_LABEL:-${other[*]:-}}" <<'PY'
+import glob, os, statistics, sys
+work, rounds, out, before, after, other = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "unknown CPU")
+def read(kind, name):
+    values = []
+    for r in range(rounds):
+        p = f"{work}/{kind}_{name}_{r}"
+        if os.path.exists(p) and open(p).read().strip():
+            values.append([float(x) for x in open(p).read().split()])
+    return values
+core = open(f"{work}/core_other").read().strip() if os.path.exists(f"{work}/core_other") else ""
+names = [("compiled", "ctrax, compiled steps (default)"), ("compiled_no_checkpoints", "ctrax, compiled, no per-epoch checkpoints"),
+         ("eager", "ctrax, eager (agent.compile = false)")] + ([("other", other)] if other else [])
+lines = ["# PPO on Pendulum-v1, RLtools' configuration: the whole run", "",
+         "Written by `bench/run_pendulum_speed.sh`: configs/ppo_pendulum_rltools.toml, 300k environment steps (74 epochs",
+         "of 4 x 1024), one thread, no early stop (the final epoch is confirmed on 100 greedy episodes). Wall time of",
+         "the whole process (`/usr/bin/time`), including ctrax's checkpoints, its final confirmation and its",
+         "learning-curve plot; peak resident memory in MiB.", "",
+         f"- CPU: {cpu}; ctrax threads: 1", f"- load average before: {before}; after: {after}",
+         f"- medians of {rounds} interleaved rounds" + (f"; the other program's OpenBLAS kernel: {core}" if core else ""), "",
+         "| run | wall time | peak memory | final 100-episode return (median) |", "|---|---|---|---|"]
+for name, label in names:
+    t = read("time", name)
+    res = [v[0] for v in read("result", name)]
+    if not t:
+        continue
+    lines.append(f"| {label} | {statistics.median(x[0] for x in t):.2f} s | {statistics.median(x[1] for x in t) / 1024:.0f} MiB | "
+                 + (f"{statistics.median(res):.1f}" if res else "-") + " |")
+lines += ["", "Where the two configurations differ (RLtools' example in src/rl/environments/pendulum/ppo/cpu/config.h against",
+          "configs/ppo_pendulum_rltools.toml): gamma 0.9 against 0.95; initial action std 2.0 against 1.0; RLtools",
+          "normalises observations (and scales them, ScaleObservations) where ctrax does not; ctrax scales the value",
+          "targets by 1 - gamma. Both: 4 x 1024 steps per epoch, 2 passes in minibatches of 256, GAE lambda 0.95,",
+          "64 x 64 tanh networks, Adam 1e-3, 300k steps. Around the training: ctrax evaluates 4 greedy episodes every",
+          "epoch, confirms the last epoch on 100, writes a checkpoint every epoch (the second row writes only the",
+          "final one) and draws the learning curve with gnuplot; RLtools' BENCHMARK build evaluates only at the end,",
+          "on 1000 episodes, and writes nothing."]
+open(out, "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY
