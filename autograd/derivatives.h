@@ -81,4 +81,19 @@ std::vector<bool> reduced_axes_mask(const ReduceAttrs& a, int rank);
 // broadcasts against the input.
 Tensor keep_reduced_dims(const Tensor& t, const ReduceAttrs& a, const Shape& input_shape);
 
+// Backwards with a one-pass host loop on the CPU build the same derivative from ops on other
+// devices. While a DeviceFormulasOnCpu is alive on this thread they take the ops path on the
+// CPU too, which lets the tests check those formulas without a GPU.
+bool device_formulas_on_cpu();
+class DeviceFormulasOnCpu {
+ public:
+  DeviceFormulasOnCpu();
+  ~DeviceFormulasOnCpu();
+  DeviceFormulasOnCpu(const DeviceFormulasOnCpu&) = delete;
+  DeviceFormulasOnCpu& operator=(const DeviceFormulasOnCpu&) = delete;
+
+ private:
+  bool saved_;
+};
+
 }  // namespace ctrax::autograd_detail

@@ -285,7 +285,7 @@ class ConvLayer final : public SpatialLayer {
     auto forward = [conv, device, y_shape](const std::vector<Tensor>& in) {
       kc::set_device(device.index);
       Tensor y(y_shape, DType::float32, device);
-      kc::cudnn_conv2d_forward(conv, kc::ElementType::float32, in[0].raw_data(), in[1].raw_data(), y.raw_data());
+      kc::cudnn_conv2d_forward(conv, kc::ElementType::float32, in[0].device_data(), in[1].device_data(), y.device_data());
       return y;
     };
     auto backward = [conv, device](const CustomGradContext& c) {
@@ -294,10 +294,10 @@ class ConvLayer final : public SpatialLayer {
       const Tensor dy = c.output_grads[0].to(DType::float32).contiguous();
       Tensor dx(c.inputs[0].shape(), DType::float32, device);
       Tensor dw(c.inputs[1].shape(), DType::float32, device);
-      kc::cudnn_conv2d_backward_data(conv, kc::ElementType::float32, c.inputs[1].raw_data(), dy.raw_data(),
-                                     dx.raw_data());
-      kc::cudnn_conv2d_backward_filter(conv, kc::ElementType::float32, c.inputs[0].raw_data(), dy.raw_data(),
-                                       dw.raw_data());
+      kc::cudnn_conv2d_backward_data(conv, kc::ElementType::float32, c.inputs[1].device_data(), dy.device_data(),
+                                     dx.device_data());
+      kc::cudnn_conv2d_backward_filter(conv, kc::ElementType::float32, c.inputs[0].device_data(), dy.device_data(),
+                                       dw.device_data());
       return std::vector<Tensor>{dx, dw};
     };
     const Tensor y = custom_gradient({xp, w}, forward, backward);

@@ -26,8 +26,8 @@ double run_adam(const kernels::AdamStep& p, const Tensor& gradient, Tensor& weig
   const int64_t n = weight.numel();
   return optim_detail::run_step(weight, [&](auto tag, bool on_gpu) {
     using T = decltype(tag);
-    const T* g = gradient.data<T>();
-    T *w = weight.data<T>(), *m = slots[0].data<T>(), *v = slots[1].data<T>();
+    const T* g = gradient.device_data<T>();
+    T *w = weight.device_data<T>(), *m = slots[0].device_data<T>(), *v = slots[1].device_data<T>();
     return on_gpu ? CTRAX_CUDA_ONLY(kernels::cuda::adam_step(p, g, w, m, v, n)) : kernels::adam_step(p, g, w, m, v, n);
   });
 }

@@ -29,8 +29,8 @@ double Momentum::update_weight(int64_t, double learning_rate, double grad_scale,
   const int64_t n = weight.numel();
   return optim_detail::run_step(weight, [&](auto tag, bool on_gpu) {
     using T = decltype(tag);
-    const T* g = gradient.data<T>();
-    T *w = weight.data<T>(), *velocity = slots[0].data<T>();
+    const T* g = gradient.device_data<T>();
+    T *w = weight.device_data<T>(), *velocity = slots[0].device_data<T>();
     return on_gpu ? CTRAX_CUDA_ONLY(kernels::cuda::momentum_step(p, g, w, velocity, n))
                   : kernels::momentum_step(p, g, w, velocity, n);
   });

@@ -31,8 +31,8 @@ double RMSProp::update_weight(int64_t, double learning_rate, double grad_scale, 
   const int64_t n = weight.numel();
   return optim_detail::run_step(weight, [&](auto tag, bool on_gpu) {
     using T = decltype(tag);
-    const T* g = gradient.data<T>();
-    T *w = weight.data<T>(), *mean_square = slots[0].data<T>();
+    const T* g = gradient.device_data<T>();
+    T *w = weight.device_data<T>(), *mean_square = slots[0].device_data<T>();
     return on_gpu ? CTRAX_CUDA_ONLY(kernels::cuda::rmsprop_step(p, g, w, mean_square, n))
                   : kernels::rmsprop_step(p, g, w, mean_square, n);
   });

@@ -23,8 +23,8 @@ double SGD::update_weight(int64_t, double learning_rate, double grad_scale, cons
   const kernels::SgdStep p{learning_rate, grad_scale};
   return optim_detail::run_step(weight, [&](auto tag, bool on_gpu) {
     using T = decltype(tag);
-    const T* g = gradient.data<T>();
-    T* w = weight.data<T>();
+    const T* g = gradient.device_data<T>();
+    T* w = weight.device_data<T>();
     return on_gpu ? CTRAX_CUDA_ONLY(kernels::cuda::sgd_step(p, g, w, weight.numel()))
                   : kernels::sgd_step(p, g, w, weight.numel());
   });

@@ -30,7 +30,7 @@ inline kernels::cuda::StridedArg strided_arg(const Tensor& t, const Shape& shape
   CTRAX_CHECK(shape.rank() <= kernels::cuda::kMaxRank, "rank ", shape.rank(), " exceeds the CUDA kernels' limit");
   CTRAX_CHECK(t.rank() <= shape.rank());
   kernels::cuda::StridedArg arg;
-  arg.data = t.raw_data();
+  arg.data = t.device_data();
   arg.rank = shape.rank();
   const int shift = shape.rank() - t.rank();
   for (int d = 0; d < shape.rank(); ++d) {

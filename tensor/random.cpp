@@ -183,7 +183,7 @@ void require_unit_probabilities(const Tensor& probs, const Shape& p_shape) {
   if (probs.device().is_cuda()) {
     cuda_detail::use_device_of(probs);
     const int64_t first = CTRAX_CUDA_ONLY(
-        kernels::cuda::first_outside_unit_interval(static_cast<const double*>(probs.raw_data()), probs.numel()));
+        kernels::cuda::first_outside_unit_interval(static_cast<const double*>(probs.device_data()), probs.numel()));
     if (first < 0) return;
   }
   const std::vector<double> values = probs.to(Device::cpu()).to_vector<double>();
@@ -238,7 +238,7 @@ Tensor uniform(Key key, const Shape& shape, DType dtype, double lo, double hi, D
     const T below_hi = std::nextafter(hi_t, lo_t);
     if (device.is_cuda()) {
       cuda_detail::use_device_of(out);
-      CTRAX_CUDA_ONLY(kernels::cuda::random_uniform(philox_key(key), out.raw_data(), cuda_detail::element_type(dtype),
+      CTRAX_CUDA_ONLY(kernels::cuda::random_uniform(philox_key(key), out.device_data(), cuda_detail::element_type(dtype),
                                                     out.numel(), lo_d, hi_d, static_cast<double>(below_hi)));
       return;
     }
@@ -269,7 +269,7 @@ Tensor normal(Key key, const Shape& shape, DType dtype, double mean, double stdd
   Tensor out(shape, dtype, device);
   if (device.is_cuda()) {
     cuda_detail::use_device_of(out);
-    CTRAX_CUDA_ONLY(kernels::cuda::random_normal(philox_key(key), out.raw_data(), cuda_detail::element_type(dtype),
+    CTRAX_CUDA_ONLY(kernels::cuda::random_normal(philox_key(key), out.device_data(), cuda_detail::element_type(dtype),
                                                  out.numel(), mean, stddev));
     return out;
   }
@@ -305,7 +305,7 @@ Tensor bernoulli(Key key, const Shape& shape, double p, Device device) {
   Tensor out(shape, DType::boolean, device);
   if (device.is_cuda()) {
     cuda_detail::use_device_of(out);
-    CTRAX_CUDA_ONLY(kernels::cuda::random_bernoulli(philox_key(key), static_cast<uint8_t*>(out.raw_data()),
+    CTRAX_CUDA_ONLY(kernels::cuda::random_bernoulli(philox_key(key), static_cast<uint8_t*>(out.device_data()),
                                                     out.numel(), p));
     return out;
   }
@@ -331,8 +331,8 @@ Tensor bernoulli(Key key, const Shape& shape, const Tensor& p) {
   Tensor out(shape, DType::boolean, p.device());
   if (p.device().is_cuda()) {
     cuda_detail::use_device_of(out);
-    CTRAX_CUDA_ONLY(kernels::cuda::random_bernoulli(philox_key(key), static_cast<uint8_t*>(out.raw_data()),
-                                                    out.numel(), 0.0, static_cast<const double*>(expanded.raw_data())));
+    CTRAX_CUDA_ONLY(kernels::cuda::random_bernoulli(philox_key(key), static_cast<uint8_t*>(out.device_data()),
+                                                    out.numel(), 0.0, static_cast<const double*>(expanded.device_data())));
     return out;
   }
   const double* pd = expanded.data<double>();
@@ -385,7 +385,7 @@ Tensor categorical(Key key, const Tensor& logits, int axis, std::optional<Shape>
   if (table.device().is_cuda()) {
     cuda_detail::use_device_of(table);
     const auto problem = CTRAX_CUDA_ONLY(kernels::cuda::first_invalid_categorical_row(
-        static_cast<const double*>(table.raw_data()), row_count, categories));
+        static_cast<const double*>(table.device_data()), row_count, categories));
     CTRAX_REQUIRE(problem.row < 0 || problem.nan_category < 0, "categorical: logits contain NaN (row ", problem.row,
                   ", category ", problem.nan_category, ")");
     CTRAX_REQUIRE(problem.row < 0, "categorical: every logit of row ", problem.row,
@@ -420,9 +420,9 @@ Tensor categorical(Key key, const Tensor& logits, int axis, std::optional<Shape>
       rows_of_samples.shape[d] = out_shape[d];
       rows_of_samples.strides[d] = row_strides[d];
     }
-    CTRAX_CUDA_ONLY(kernels::cuda::random_categorical(philox_key(key), static_cast<const double*>(table.raw_data()),
+    CTRAX_CUDA_ONLY(kernels::cuda::random_categorical(philox_key(key), static_cast<const double*>(table.device_data()),
                                                       categories, rows_of_samples,
-                                                      static_cast<int64_t*>(out.raw_data()), n));
+                                                      static_cast<int64_t*>(out.device_data()), n));
     return out;
   }
   int64_t* data = out.data<int64_t>();
@@ -482,7 +482,7 @@ Tensor randint(Key key, const Shape& shape, int64_t lo, int64_t hi, DType dtype,
   Tensor out(shape, dtype, device);
   if (device.is_cuda()) {
     cuda_detail::use_device_of(out);
-    CTRAX_CUDA_ONLY(kernels::cuda::random_randint(philox_key(key), out.raw_data(), cuda_detail::element_type(dtype),
+    CTRAX_CUDA_ONLY(kernels::cuda::random_randint(philox_key(key), out.device_data(), cuda_detail::element_type(dtype),
                                                   out.numel(), lo, range));
     return out;
   }

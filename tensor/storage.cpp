@@ -141,7 +141,21 @@ Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device
   count_allocation(nbytes);
 }
 
+std::shared_ptr<Storage> Storage::wrap(void* data, size_t nbytes, Device device, std::function<void(void*)> release) {
+  CTRAX_REQUIRE(data != nullptr || nbytes == 0, "Storage::wrap: null data for ", nbytes, " bytes");
+  std::shared_ptr<Storage> s(new Storage());
+  s->data_ = data;
+  s->nbytes_ = nbytes;
+  s->device_ = device;
+  s->release_ = release ? std::move(release) : [](void*) {};
+  return s;
+}
+
 Storage::~Storage() {
+  if (release_) {  // wrapped: not ours, not counted
+    release_(data_);
+    return;
+  }
   count_release(nbytes_);
   if (device_.is_cuda()) {
     kernels::cuda::deallocate(data_, nbytes_, device_.index);

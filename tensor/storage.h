@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 
 #include "device.h"
@@ -26,6 +27,12 @@ class Storage {
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
+  // Memory someone else owns, viewed without a copy: release(data) runs when the last tensor
+  // viewing it goes. `device` says where the memory lives (ctrax cannot check it): host code
+  // refuses to read a non-CPU storage (Tensor::data). For zero-copy interop, and for testing
+  // the device checks without a device.
+  static std::shared_ptr<Storage> wrap(void* data, size_t nbytes, Device device, std::function<void(void*)> release);
+
   void* data() { return data_; }
   const void* data() const { return data_; }
   size_t nbytes() const { return nbytes_; }
@@ -34,10 +41,13 @@ class Storage {
   const PlanArena* arena() const { return arena_.get(); }
 
  private:
+  Storage() = default;
+
   std::shared_ptr<PlanArena> arena_;
+  std::function<void(void*)> release_;  // set for wrapped memory
   void* data_ = nullptr;
   size_t nbytes_ = 0;
-  Device device_;
+  Device device_ = Device::cpu();
 };
 
 inline constexpr size_t kStorageAlignment = 64;

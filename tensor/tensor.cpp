@@ -40,6 +40,11 @@ void require_valid_shape(const Shape& shape, const char* op) {
 }
 }  // namespace
 
+void Tensor::throw_not_on_host(const char* op) const {
+  CTRAX_THROW(op, ": the tensor (", dtype_, shape_, ") is on ", device(),
+              "; host code cannot read device memory. Copy it first: t.to(Device::cpu())");
+}
+
 Tensor::Tensor(const Shape& shape, DType dtype, Device device)
     : shape_(shape), strides_(contiguous_strides(shape)), offset_(0), dtype_(dtype) {
   require_valid_shape(shape, "Tensor");
@@ -499,11 +504,11 @@ Tensor Tensor::to(Device device) const {
   Tensor out(shape_, dtype_, device);  // throws when the device is unavailable
   const size_t nbytes = static_cast<size_t>(numel()) * element_size();
   if (device.is_cuda() && src.device().is_cpu()) {
-    kernels::cuda::copy_host_to_device(out.raw_data(), src.raw_data(), nbytes, device.index);
+    kernels::cuda::copy_host_to_device(out.device_data(), src.device_data(), nbytes, device.index);
   } else if (device.is_cpu() && src.device().is_cuda()) {
-    kernels::cuda::copy_device_to_host(out.raw_data(), src.raw_data(), nbytes, src.device().index);
+    kernels::cuda::copy_device_to_host(out.device_data(), src.device_data(), nbytes, src.device().index);
   } else {
-    kernels::cuda::copy_device_to_device(out.raw_data(), device.index, src.raw_data(), src.device().index, nbytes);
+    kernels::cuda::copy_device_to_device(out.device_data(), device.index, src.device_data(), src.device().index, nbytes);
   }
   return out;
 }

@@ -59,17 +59,30 @@ class Tensor {
   // True when both tensors view the same storage.
   bool shares_storage_with(const Tensor& other) const { return storage_ && storage_ == other.storage_; }
 
-  // Pointer to the first element (offset applied). data<T>() checks that T matches the dtype.
+  // Host pointer to the first element (offset applied), for code that reads or writes the
+  // values on the CPU. data<T>() checks that T matches the dtype. Both throw ctrax::Error for a
+  // tensor on another device: host code must never dereference device memory (copy it with
+  // .to(Device::cpu()) first).
   void* raw_data() const {
+    require_host("Tensor::data");
+    return device_data();
+  }
+  template <typename T>
+  T* data() const {
+    require_dtype<T>("Tensor::data");
+    return static_cast<T*>(raw_data());
+  }
+  // Pointer to the first element on the tensor's own device (a device pointer for a GPU tensor),
+  // to hand to a kernel of that device. Host code never dereferences it.
+  void* device_data() const {
     require_defined("Tensor::data");
     if (detail::t_capture_state.recorder != nullptr) [[unlikely]] detail::note_raw_access(storage_);
     return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(element_size());
   }
   template <typename T>
-  T* data() const {
-    CTRAX_REQUIRE(dtype_of<T>() == dtype_, "Tensor::data: the tensor has dtype ", dtype_,
-                  ", not the requested ", dtype_of<T>());
-    return static_cast<T*>(raw_data());
+  T* device_data() const {
+    require_dtype<T>("Tensor::device_data");
+    return static_cast<T*>(device_data());
   }
 
   // The single element of a one-element tensor, converted to T.
@@ -143,6 +156,15 @@ class Tensor {
   void require_defined(const char* op) const {
     CTRAX_REQUIRE(defined(), op, ": the tensor is undefined (default-constructed)");
   }
+  void require_host(const char* op) const {
+    require_defined(op);
+    if (!storage_->device().is_cpu()) [[unlikely]] throw_not_on_host(op);
+  }
+  template <typename T>
+  void require_dtype(const char* op) const {
+    CTRAX_REQUIRE(dtype_of<T>() == dtype_, op, ": the tensor has dtype ", dtype_, ", not the requested ", dtype_of<T>());
+  }
+  [[noreturn]] void throw_not_on_host(const char* op) const;
 
   std::shared_ptr<Storage> storage_;
   Shape shape_;

@@ -19,6 +19,14 @@
 namespace ctrax::autograd_detail {
 
 namespace {
+thread_local bool t_device_formulas_on_cpu = false;
+}  // namespace
+
+bool device_formulas_on_cpu() { return t_device_formulas_on_cpu; }
+DeviceFormulasOnCpu::DeviceFormulasOnCpu() : saved_(t_device_formulas_on_cpu) { t_device_formulas_on_cpu = true; }
+DeviceFormulasOnCpu::~DeviceFormulasOnCpu() { t_device_formulas_on_cpu = saved_; }
+
+namespace {
 
 // 1.0 where cond, else 0.0, in dtype like t's.
 Tensor mask_like(const Tensor& cond, const Tensor& like) { return cond.to(like.dtype()); }
@@ -32,7 +40,7 @@ const Tensor& y0(const BackwardContext& c) { return c.outputs[0]; }
 // instead of being built from separate ops (relu's mask alone would be a compare, a cast and a
 // multiply, each writing a temporary).
 template <typename F>
-Tensor fused(const Tensor& g, const Tensor& saved, F dydx_times_g) {
+Tensor fused_on_host(const Tensor& g, const Tensor& saved, F dydx_times_g) {
   // g has the output's shape and dtype, which for these ops are the input's; gradients that
   // arrive as broadcast views (from sum or mean) are materialised first.
   const Tensor gc = g.contiguous(), sc = saved.contiguous();
@@ -52,44 +60,71 @@ Tensor fused(const Tensor& g, const Tensor& saved, F dydx_times_g) {
   return out;
 }
 
+// On the CPU the one-pass loop above; on another device the same derivative built from ops
+// (`on_device(g, saved)`), so no host code touches device memory.
+template <typename F, typename D>
+Tensor fused(const Tensor& g, const Tensor& saved, F dydx_times_g, D on_device) {
+  if (g.device().is_cpu() && !device_formulas_on_cpu()) return fused_on_host(g, saved, dydx_times_g);
+  return on_device(g, saved);
+}
+
+// For the few derivatives without ops for their formula on a device (the exact gelu's erf):
+// computed on the CPU and moved back.
+template <typename F>
+Tensor fused_through_host(const Tensor& g, const Tensor& saved, F dydx_times_g) {
+  if (g.device().is_cpu()) return fused_on_host(g, saved, dydx_times_g);
+  return fused_on_host(g.to(Device::cpu()), saved.to(Device::cpu()), dydx_times_g).to(g.device());
+}
+
 void neg_backward(const BackwardContext& c, std::span<Tensor> dx) { dx[0] = neg(g0(c)); }
 void abs_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  dx[0] = fused(g0(c), x0(c), [](auto g, auto x) { return x > 0 ? g : (x < 0 ? -g : decltype(g)(0)); });
+  dx[0] = fused(g0(c), x0(c), [](auto g, auto x) { return x > 0 ? g : (x < 0 ? -g : decltype(g)(0)); },
+                [](const Tensor& g, const Tensor& x) { return g * sign(x); });
 }
 void exp_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  dx[0] = fused(g0(c), y0(c), [](auto g, auto y) { return g * y; });
+  dx[0] = fused(g0(c), y0(c), [](auto g, auto y) { return g * y; },
+                [](const Tensor& g, const Tensor& y) { return g * y; });
 }
 void log_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  dx[0] = fused(g0(c), x0(c), [](auto g, auto x) { return g / x; });
+  dx[0] = fused(g0(c), x0(c), [](auto g, auto x) { return g / x; },
+                [](const Tensor& g, const Tensor& x) { return g / x; });
 }
 void log1p_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  dx[0] = fused(g0(c), x0(c), [](auto g, auto x) { return g / (x + 1); });
+  dx[0] = fused(g0(c), x0(c), [](auto g, auto x) { return g / (x + 1); },
+                [](const Tensor& g, const Tensor& x) { return g / (x + 1.0); });
 }
 void expm1_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  dx[0] = fused(g0(c), y0(c), [](auto g, auto y) { return g * (y + 1); });
+  dx[0] = fused(g0(c), y0(c), [](auto g, auto y) { return g * (y + 1); },
+                [](const Tensor& g, const Tensor& y) { return g * (y + 1.0); });
 }
 // y = sqrt(x): dy/dx = 1 / (2 y).
 void sqrt_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  dx[0] = fused(g0(c), y0(c), [](auto g, auto y) { return g * decltype(g)(0.5) / y; });
+  dx[0] = fused(g0(c), y0(c), [](auto g, auto y) { return g * decltype(g)(0.5) / y; },
+                [](const Tensor& g, const Tensor& y) { return g * 0.5 / y; });
 }
 // y = x^(-1/2): dy/dx = -x^(-3/2) / 2 = -y^3 / 2.
 void rsqrt_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  dx[0] = fused(g0(c), y0(c), [](auto g, auto y) { return g * decltype(g)(-0.5) * y * y * y; });
+  dx[0] = fused(g0(c), y0(c), [](auto g, auto y) { return g * decltype(g)(-0.5) * y * y * y; },
+                [](const Tensor& g, const Tensor& y) { return g * -0.5 * y * y * y; });
 }
 void square_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  dx[0] = fused(g0(c), x0(c), [](auto g, auto x) { return g * (x + x); });
+  dx[0] = fused(g0(c), x0(c), [](auto g, auto x) { return g * (x + x); },
+                [](const Tensor& g, const Tensor& x) { return g * (x + x); });
 }
 // y = 1/x: dy/dx = -1/x^2 = -y^2.
 void reciprocal_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  dx[0] = fused(g0(c), y0(c), [](auto g, auto y) { return -g * y * y; });
+  dx[0] = fused(g0(c), y0(c), [](auto g, auto y) { return -g * y * y; },
+                [](const Tensor& g, const Tensor& y) { return -g * y * y; });
 }
 // tanh' = 1 - y^2.
 void tanh_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  dx[0] = fused(g0(c), y0(c), [](auto g, auto y) { return g * (1 - y * y); });
+  dx[0] = fused(g0(c), y0(c), [](auto g, auto y) { return g * (1 - y * y); },
+                [](const Tensor& g, const Tensor& y) { return g * (1.0 - y * y); });
 }
 // sigmoid' = y (1 - y).
 void sigmoid_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  dx[0] = fused(g0(c), y0(c), [](auto g, auto y) { return g * y * (1 - y); });
+  dx[0] = fused(g0(c), y0(c), [](auto g, auto y) { return g * y * (1 - y); },
+                [](const Tensor& g, const Tensor& y) { return g * y * (1.0 - y); });
 }
 // softplus' = sigmoid(x), written so that exp never overflows.
 void softplus_backward(const BackwardContext& c, std::span<Tensor> dx) {
@@ -97,13 +132,14 @@ void softplus_backward(const BackwardContext& c, std::span<Tensor> dx) {
     using T = decltype(g);
     const T e = std::exp(-std::fabs(x));
     return g * (x >= 0 ? T(1) / (1 + e) : e / (1 + e));
-  });
+  },
+                [](const Tensor& g, const Tensor& x) { return g * sigmoid(x); });
 }
 // relu passes g where the output is positive (0 at x = 0). The hottest backward of small
 // networks, so it runs on the vectorised kernel (kernels/elementwise) when both are contiguous.
 void relu_backward(const BackwardContext& c, std::span<Tensor> dx) {
   const Tensor &g = g0(c), &y = y0(c);
-  if (g.is_contiguous() && y.is_contiguous() && g.dtype() == y.dtype() && g.shape() == y.shape()) {
+  if (g.device().is_cpu() && !device_formulas_on_cpu() && g.is_contiguous() && y.is_contiguous() && g.dtype() == y.dtype() && g.shape() == y.shape()) {
     Tensor out(g.shape(), g.dtype());
     dispatch_floating(g.dtype(), [&](auto tag) {
       using T = decltype(tag);
@@ -115,7 +151,8 @@ void relu_backward(const BackwardContext& c, std::span<Tensor> dx) {
     dx[0] = out;
     return;
   }
-  dx[0] = fused(g, y, [](auto gv, auto yv) { return yv > 0 ? gv : decltype(gv)(0); });
+  dx[0] = fused(g, y, [](auto gv, auto yv) { return yv > 0 ? gv : decltype(gv)(0); },
+                [](const Tensor& gv, const Tensor& yv) { return where(gt(yv, scalar_like(0.0, yv)), gv, zeros_like(gv)); });
 }
 // Exact: d/dx [x Phi(x)] = Phi(x) + x phi(x).
 // Tanh form: with u = sqrt(2/pi) (x + 0.044715 x^3) and t = tanh(u),
@@ -126,10 +163,15 @@ void gelu_backward(const BackwardContext& c, std::span<Tensor> dx) {
       const double x = xt, k = 0.79788456080286535588;
       const double t = std::tanh(k * (x + 0.044715 * x * x * x));
       return g * static_cast<decltype(g)>(0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * x * x));
+    }, [](const Tensor& g, const Tensor& x) {
+      const double k = 0.79788456080286535588;
+      const Tensor t = tanh(k * (x + 0.044715 * x * x * x));
+      return g * (0.5 * (1.0 + t) + 0.5 * k * x * (1.0 - t * t) * (1.0 + 3.0 * 0.044715 * x * x));
     });
     return;
   }
-  dx[0] = fused(g0(c), x0(c), [](auto g, auto xt) {
+  // No erf op yet: on a device, through the host.
+  dx[0] = fused_through_host(g0(c), x0(c), [](auto g, auto xt) {
     const double x = xt;
     const double cdf = 0.5 * (1.0 + std::erf(x * 0.70710678118654752440));
     const double pdf = 0.39894228040143267794 * std::exp(-0.5 * x * x);
@@ -137,10 +179,12 @@ void gelu_backward(const BackwardContext& c, std::span<Tensor> dx) {
   });
 }
 void sin_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  dx[0] = fused(g0(c), x0(c), [](auto g, auto x) { return g * std::cos(x); });
+  dx[0] = fused(g0(c), x0(c), [](auto g, auto x) { return g * std::cos(x); },
+                [](const Tensor& g, const Tensor& x) { return g * cos(x); });
 }
 void cos_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  dx[0] = fused(g0(c), x0(c), [](auto g, auto x) { return -g * std::sin(x); });
+  dx[0] = fused(g0(c), x0(c), [](auto g, auto x) { return -g * std::sin(x); },
+                [](const Tensor& g, const Tensor& x) { return -g * sin(x); });
 }
 void clip_backward(const BackwardContext& c, std::span<Tensor> dx) {
   const ScalarAttrs& a = c.attr<ScalarAttrs>();

@@ -130,7 +130,11 @@ Tensor product_of_others(const Tensor& x, const std::vector<int>& axes) {
 }
 
 void prod_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  dx[0] = mul(grad_kept(c), product_of_others(c.inputs[0], reduced_axes(c)));
+  const Tensor& x = c.inputs[0];
+  // The prefix-and-suffix products have no device op yet: on a device they are made on the host.
+  const Tensor others = x.device().is_cpu() ? product_of_others(x, reduced_axes(c))
+                                            : product_of_others(x.to(Device::cpu()), reduced_axes(c)).to(x.device());
+  dx[0] = mul(grad_kept(c), others);
 }
 
 constexpr OpDerivative kTable[] = {

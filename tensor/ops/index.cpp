@@ -162,7 +162,7 @@ Tensor one_hot(const Tensor& indices, int64_t depth, DType dtype) {
   if (indices.device().is_cuda()) {
 #ifdef CTRAX_USE_CUDA
     cuda_detail::use_device_of(indices);
-    kernels::cuda::one_hot(out.raw_data(), cuda_detail::element_type(dtype), cuda_detail::strided_arg(indices),
+    kernels::cuda::one_hot(out.device_data(), cuda_detail::element_type(dtype), cuda_detail::strided_arg(indices),
                            cuda_detail::element_type(indices.dtype()), depth);
     return out;
 #else
@@ -320,7 +320,7 @@ Tensor scatter_add(const Tensor& x, int axis, const Tensor& index, const Tensor&
       // out viewed at index's shape, stride 0 on the axis (the kernel adds index * axis stride).
       cuda_detail::use_device_of(out);
       kernels::cuda::StridedArg target;
-      target.data = out.raw_data();
+      target.data = out.device_data();
       target.rank = out.rank();
       for (int d = 0; d < out.rank(); ++d) {
         target.shape[d] = loop_shape[d];

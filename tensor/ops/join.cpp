@@ -259,7 +259,7 @@ Tensor flip(const Tensor& x, const std::vector<int>& axes) {
         start += (x.shape()[d] - 1) * x.strides()[d];
         source.strides[d] = -x.strides()[d];
       }
-      source.data = static_cast<char*>(x.raw_data()) + start * static_cast<int64_t>(x.element_size());
+      source.data = static_cast<char*>(x.device_data()) + start * static_cast<int64_t>(x.element_size());
       cuda_detail::use_device_of(x);
       kernels::cuda::strided_copy(cuda_detail::strided_arg(out), cuda_detail::element_type(out.dtype()), source,
                                   cuda_detail::element_type(x.dtype()));

@@ -65,7 +65,7 @@ GemmOperand prepare_operand(Tensor& t, const Shape& batch) {
     gemm_layout(rows, cols, t.strides()[r - 2], t.strides()[r - 1], op.transposed, op.ld);
   }
   op.row_stride = t.strides()[r - 2];
-  op.base = static_cast<const char*>(t.raw_data());
+  op.base = static_cast<const char*>(t.device_data());  // a device pointer for a GPU matmul
   // Batch strides aligned to the right of the broadcast batch shape; broadcast axes read 0.
   op.batch_strides = Shape::filled(batch.rank(), 0);
   const int shift = batch.rank() - (r - 2);

@@ -234,7 +234,7 @@ Tensor cuda_reduce(const Tensor& x, const ReducePlan& plan, ReduceOp op, DType o
   Tensor out(plan.out_shape, out_dtype, x.device());
   if (plan.layout.n_out == 0) return out;
   const Tensor rows = x.permute(plan.kept_then_reduced).contiguous();
-  kernels::cuda::reduce_rows(op, rows.raw_data(), cuda_detail::element_type(x.dtype()), out.raw_data(),
+  kernels::cuda::reduce_rows(op, rows.device_data(), cuda_detail::element_type(x.dtype()), out.device_data(),
                              cuda_detail::element_type(out_dtype), plan.layout.n_out, plan.layout.n_red, correction);
   return out;
 #else

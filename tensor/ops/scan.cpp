@@ -92,7 +92,7 @@ Tensor scan(const Tensor& x, int axis_in, bool reverse, double discount, DType d
   if (x.device().is_cuda()) {
 #ifdef CTRAX_USE_CUDA
     cuda_detail::use_device_of(x);
-    kernels::cuda::scan_lines(src.raw_data(), out.raw_data(), cuda_detail::element_type(dtype), outer,
+    kernels::cuda::scan_lines(src.device_data(), out.device_data(), cuda_detail::element_type(dtype), outer,
                               x.shape()[axis], inner, reverse, kDiscounted, discount);
     return out;
 #else

@@ -123,12 +123,12 @@ Tensor cuda_softmax(const Tensor& x, int axis, DType dtype, bool log) {
     // cuDNN describes the rows with int sizes; beyond them the hand-written kernel runs.
     if (kernels::cuda::backend(kernels::cuda::CudaOp::softmax) == kernels::cuda::CudaBackend::cudnn &&
         y.numel() <= INT_MAX) {
-      kernels::cuda::cudnn_softmax_rows(src.raw_data(), y.raw_data(), cuda_detail::element_type(dtype),
+      kernels::cuda::cudnn_softmax_rows(src.device_data(), y.device_data(), cuda_detail::element_type(dtype),
                                         y.numel() / n, n, log);
       return y.permute(inverse).contiguous();
     }
 #endif
-    kernels::cuda::softmax_rows(src.raw_data(), y.raw_data(), cuda_detail::element_type(dtype), y.numel() / n, n, log);
+    kernels::cuda::softmax_rows(src.device_data(), y.device_data(), cuda_detail::element_type(dtype), y.numel() / n, n, log);
   }
   return y.permute(inverse).contiguous();
 #else

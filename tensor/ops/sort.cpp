@@ -87,9 +87,9 @@ SortResult sort_lines_cuda(const Tensor& xc, int a, int64_t k, bool descending, 
   Tensor values, indices;
   if (want_values) values = Tensor(sorted_shape, xc.dtype(), xc.device());
   if (want_indices) indices = Tensor(sorted_shape, DType::int64, xc.device());
-  kernels::cuda::sort_rows(rows.raw_data(), cuda_detail::element_type(xc.dtype()), row_count, len, k, descending,
-                           want_values ? values.raw_data() : nullptr,
-                           want_indices ? static_cast<int64_t*>(indices.raw_data()) : nullptr);
+  kernels::cuda::sort_rows(rows.device_data(), cuda_detail::element_type(xc.dtype()), row_count, len, k, descending,
+                           want_values ? values.device_data() : nullptr,
+                           want_indices ? static_cast<int64_t*>(indices.device_data()) : nullptr);
   SortResult result;
   if (want_values) result.values = values.permute(back).contiguous().reshape(out_shape);
   if (want_indices) result.indices = indices.permute(back).contiguous().reshape(out_shape);

@@ -51,7 +51,7 @@ Tensor cudnn_activation_if_selected(const Tensor& x, kc::CudnnActivation activat
     return Tensor();
   cuda_detail::use_device_of(x);
   Tensor y(x.shape(), x.dtype(), x.device());
-  kc::cudnn_activation(activation, x.raw_data(), y.raw_data(), cuda_detail::element_type(x.dtype()), x.numel());
+  kc::cudnn_activation(activation, x.device_data(), y.device_data(), cuda_detail::element_type(x.dtype()), x.numel());
   return y;
 }
 #endif
