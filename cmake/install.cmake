@@ -3,8 +3,9 @@
 # Included at the end of the top-level CMakeLists.txt, after the ctrax target is complete.
 #
 # Layout under the prefix:
-#   include/ctrax/<folder>/...h            headers, relative paths kept (they include each other
-#                                          with relative paths such as "../kernels/check.h")
+#   include/ctrax/<folder>/...h            the public headers (cmake/public_headers.cmake), relative
+#                                          paths kept (they include each other with relative paths
+#                                          such as "../kernels/check.h")
 #   include/ctrax/ctrax.h                  the umbrella header, when the repository has one
 #   ${CMAKE_INSTALL_LIBDIR}/libctrax.a     (or .so with -DBUILD_SHARED_LIBS=ON)
 #   ${CMAKE_INSTALL_LIBDIR}/cmake/ctrax/   ctraxConfig.cmake, ctraxConfigVersion.cmake, ctraxTargets*.cmake
@@ -15,8 +16,6 @@ set(CTRAX_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/ctrax CACHE STRING
     "Where ctraxConfig.cmake is installed, relative to the prefix")
 mark_as_advanced(CTRAX_INSTALL_CMAKEDIR)
 
-# Source folders whose headers form the public API. Add new layers here.
-set(CTRAX_HEADER_FOLDERS kernels tensor autograd io layers optim rl)
 
 get_target_property(_ctrax_type ctrax TYPE)
 
@@ -72,16 +71,18 @@ install(TARGETS ctrax EXPORT ctraxTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
-# install(DIRECTORY) matches files when the install runs, so a header added since the last
-# configure is installed too (a configure-time glob would miss it until the next re-glob).
-foreach(_folder IN LISTS CTRAX_HEADER_FOLDERS)
-  if(IS_DIRECTORY ${PROJECT_SOURCE_DIR}/${_folder})
-    install(DIRECTORY ${PROJECT_SOURCE_DIR}/${_folder}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ctrax/${_folder}
-            FILES_MATCHING PATTERN "*.h")
-  endif()
+# The public headers only (cmake/public_headers.cmake): ctrax.h and what it includes, plus the
+# kernels' switches. The list is made at configure time; every header file counts, so adding an
+# include to a public header re-runs it. Written out for the install test.
+include(${CMAKE_CURRENT_LIST_DIR}/public_headers.cmake)
+ctrax_public_headers(CTRAX_PUBLIC_HEADERS)
+foreach(_header IN LISTS CTRAX_PUBLIC_HEADERS)
+  set_property(DIRECTORY ${PROJECT_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${_header})
+  get_filename_component(_dir "${_header}" DIRECTORY)
+  install(FILES ${PROJECT_SOURCE_DIR}/${_header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ctrax/${_dir})
 endforeach()
-# The umbrella header, if the checkout has one (OPTIONAL: checked when the install runs).
-install(FILES ${PROJECT_SOURCE_DIR}/ctrax.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ctrax OPTIONAL)
+string(REPLACE ";" "\n" _public_list "${CTRAX_PUBLIC_HEADERS}")
+file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/ctrax_public_headers.txt CONTENT "${_public_list}\n")
 
 # ---------------------------------------------------------------------------------------------
 # CMake package: find_package(ctrax CONFIG) -> ctrax::ctrax
@@ -125,7 +126,7 @@ install(FILES ${PROJECT_BINARY_DIR}/cmake/ctraxConfig.cmake ${PROJECT_BINARY_DIR
 set(_pc_cflags "")
 set(_pc_deps "")
 if(CTRAX_OPENBLAS)
-  string(APPEND _pc_cflags " -DCTRAX_USE_OPENBLAS")
+  # (CTRAX_USE_OPENBLAS is private to ctrax's own sources.)
   get_filename_component(_openblas_dir "${CTRAX_OPENBLAS_LIBRARY}" DIRECTORY)
   if(NOT _openblas_dir IN_LIST CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES)
     string(APPEND _pc_deps " -L${_openblas_dir}")
@@ -133,7 +134,7 @@ if(CTRAX_OPENBLAS)
   string(APPEND _pc_deps " -lopenblas")
 endif()
 if(CTRAX_CUDA)
-  string(APPEND _pc_cflags " -DCTRAX_USE_CUDA -I${CUDAToolkit_INCLUDE_DIRS}")
+  # No -D: no public header depends on the build's options.
   string(APPEND _pc_deps " -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lcublas")
 endif()
 if(CTRAX_CUDNN)

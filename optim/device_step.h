@@ -9,6 +9,7 @@
 // What it is not for: users (not installed as API) or checks (Optimizer::update did them).
 #pragma once
 
+#include "../kernels/cuda/cuda_only.h"
 #include "../kernels/cuda/runtime.h"
 #include "../tensor/tensor.h"
 

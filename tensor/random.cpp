@@ -15,6 +15,7 @@
 #include <numeric>
 #include <type_traits>
 
+#include "../kernels/cuda/cuda_only.h"
 #include "../kernels/cuda/random.h"
 #include "../kernels/parallel.h"
 #include "plan.h"

@@ -342,14 +342,14 @@ Tensor scatter_add(const Tensor& x, int axis, const Tensor& index, const Tensor&
     for (int d = 0; d < x.rank(); ++d) out_strides[d] = d == a ? 0 : out.strides()[d] * static_cast<int64_t>(out.element_size());
     std::array<Shape, 3> strides{out_strides, detail::broadcast_byte_strides(index, loop_shape),
                                  detail::broadcast_byte_strides(addend, loop_shape)};
-    // grain = max: never split across threads, which keeps the accumulation order fixed and
-    // avoids two threads adding into the same element.
-    constexpr int64_t kSerial = std::numeric_limits<int64_t>::max();
     dispatch_dtype(x.dtype(), [&](auto value_tag) {
       using T = decltype(value_tag);
       dispatch_index(index.dtype(), [&](auto index_tag) {
         using I = decltype(index_tag);
         detail::run_kernel([loop_shape = Shape(loop_shape), base, strides, n, a, op, axis_stride] {
+          // grain = max: never split across threads, which keeps the accumulation order fixed and
+          // avoids two threads adding into the same element.
+          constexpr int64_t kSerial = std::numeric_limits<int64_t>::max();
           detail::strided_loop<3>(loop_shape, base, strides, [&](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t count) {
             for (int64_t k = 0; k < count; ++k) {
               const int64_t j = resolve_index(*reinterpret_cast<const I*>(p[1] + k * s[1]), n, a, op);

@@ -34,15 +34,8 @@ int main() {
   try {
     using ctrax::kernels::GemmBackend;
     bool ok = true;
-#ifdef CTRAX_USE_OPENBLAS
-    const bool want_openblas = true;
-#else
-    const bool want_openblas = false;
-#endif
-    if (ctrax::kernels::openblas_available() != want_openblas) {
-      std::fprintf(stderr, "consumer: openblas_available() disagrees with CTRAX_USE_OPENBLAS\n");
-      ok = false;
-    }
+    // (Whether OpenBLAS is built in is not visible to a consumer: no public header depends on
+    // the build's options. Both backends are checked when available.)
     ctrax::kernels::set_gemm_backend(GemmBackend::native);
     ok = check_sgemm("native") && ok;
     if (ctrax::kernels::openblas_available()) {
