@@ -1,5 +1,6 @@
 #include "compile.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <sstream>
@@ -67,7 +68,6 @@ struct CompiledFunction::Plan {
   std::vector<Tensor> inputs;         // the buffers the kernels read the inputs from
   std::vector<Tensor> outputs;        // the buffers the kernels leave the results in
   std::vector<PlanKernel> kernels;
-  std::shared_ptr<PlanArena> arena;
   std::vector<std::shared_ptr<Storage>> external;  // storages from outside the plan its kernels touch
   std::vector<std::pair<std::shared_ptr<const double>, double>> guards;  // host values and what they were
 
@@ -160,7 +160,8 @@ const std::vector<Tensor>& CompiledFunction::record(std::vector<int64_t> key, co
   }
   std::string reason;
   {
-    PlanRecorder recorder;
+    if (!arena_) arena_ = std::make_shared<PlanArena>();
+    PlanRecorder recorder(arena_);
     for (const Tensor& t : inputs)
       if (t.defined() && !t.device().is_cpu()) {
         std::ostringstream where;
@@ -173,7 +174,6 @@ const std::vector<Tensor>& CompiledFunction::record(std::vector<int64_t> key, co
       reason = recorder.reason();
     } else {
       plan->kernels = std::move(recorder.kernels());
-      plan->arena = recorder.arena();
       plan->external = std::move(recorder.external_storages());
       plan->guards = std::move(recorder.value_guards());
     }
@@ -193,14 +193,13 @@ const std::vector<Tensor>& CompiledFunction::record(std::vector<int64_t> key, co
   plans_.push_front(std::move(plan));
   while (plans_.size() > options_.max_plans) plans_.pop_back();
   stats_.plans = static_cast<int64_t>(plans_.size());
-  stats_.arena_bytes = 0;
-  for (const auto& p : plans_)
-    if (p->arena) stats_.arena_bytes += p->arena->bytes();
+  stats_.arena_bytes = arena_ ? arena_->bytes() : 0;
   return plans_.front()->eager ? eager_outputs_ : plans_.front()->outputs;
 }
 
 void CompiledFunction::clear() {
   plans_.clear();
+  arena_.reset();
   stats_.plans = 0;
   stats_.arena_bytes = 0;
 }

@@ -44,7 +44,7 @@ struct CompileStats {
   int64_t eager_calls = 0;  // calls that ran eagerly (disabled or unplannable)
   int64_t plans = 0;        // plans held now
   int64_t kernels = 0;      // kernels of the most recent plan
-  size_t arena_bytes = 0;   // bytes held by all plans' arenas
+  size_t arena_bytes = 0;   // bytes of the buffers the plans share
 };
 
 class CompiledFunction {
@@ -72,6 +72,7 @@ class CompiledFunction {
   Function function_;
   CompileOptions options_;
   std::list<std::unique_ptr<Plan>> plans_;  // most recently used first
+  std::shared_ptr<PlanArena> arena_;        // the buffers of every plan (one runs at a time)
   std::vector<Tensor> eager_outputs_;
   CompileStats stats_;
   bool said_fallback_ = false;

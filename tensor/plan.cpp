@@ -47,9 +47,11 @@ void mark_unplannable(const char* what) {
 
 // ---- PlanRecorder ----------------------------------------------------------------------------
 
-PlanRecorder::PlanRecorder() : arena_(std::make_shared<PlanArena>()) {
+PlanRecorder::PlanRecorder(std::shared_ptr<PlanArena> arena)
+    : arena_(arena ? std::move(arena) : std::make_shared<PlanArena>()) {
   CTRAX_REQUIRE(detail::t_capture_state.recorder == nullptr,
                 "PlanRecorder: a plan is already being recorded on this thread (compiled functions do not nest)");
+  arena_->start_recording();
   detail::t_capture_state = detail::CaptureState{this, 0};
 }
 
@@ -59,7 +61,7 @@ void PlanRecorder::stop() {
   if (!active_) return;
   active_ = false;
   detail::t_capture_state = detail::CaptureState{};
-  arena_->stop_reuse();
+  arena_->stop_recording();
 }
 
 void PlanRecorder::touch(const std::shared_ptr<Storage>& storage) {
@@ -74,37 +76,45 @@ void PlanRecorder::mark_unplannable(std::string reason) {
 // ---- PlanArena -------------------------------------------------------------------------------
 
 namespace {
-size_t block_class(size_t nbytes) {
-  size_t c = 64;
-  while (c < nbytes) c <<= 1;
-  return c;
-}
+// Blocks are whole cache lines.
+size_t rounded(size_t nbytes) { return ((nbytes == 0 ? 1 : nbytes) + kStorageAlignment - 1) / kStorageAlignment * kStorageAlignment; }
 }  // namespace
 
 PlanArena::~PlanArena() {
-  for (void* block : all_) std::free(block);
+  for (const Block& b : blocks_) std::free(b.data);
 }
 
-void* PlanArena::take(size_t nbytes) {
-  const size_t cls = block_class(nbytes == 0 ? 1 : nbytes);
-  if (reuse_) {
-    for (size_t i = 0; i < free_.size(); ++i) {
-      if (free_[i].first != cls) continue;
-      void* block = free_[i].second;
-      free_[i] = free_.back();
-      free_.pop_back();
-      return block;
-    }
+void PlanArena::start_recording() {
+  for (Block& b : blocks_) b.owner = 0;
+  recording_ = true;
+}
+
+void* PlanArena::take(size_t nbytes, uint64_t& token) {
+  const size_t size = rounded(nbytes);
+  token = next_token_++;
+  // The smallest free block that fits and wastes at most half of itself.
+  Block* best = nullptr;
+  if (recording_) {
+    for (Block& b : blocks_)
+      if (b.owner == 0 && b.bytes >= size && b.bytes <= 2 * size && (best == nullptr || b.bytes < best->bytes)) best = &b;
   }
-  void* block = std::aligned_alloc(kStorageAlignment, cls);
-  CTRAX_REQUIRE(block != nullptr, "compile: out of memory allocating a plan buffer of ", cls, " bytes");
-  all_.push_back(block);
-  bytes_ += cls;
-  return block;
+  if (best == nullptr) {
+    void* data = std::aligned_alloc(kStorageAlignment, size);
+    CTRAX_REQUIRE(data != nullptr, "compile: out of memory allocating a plan buffer of ", size, " bytes");
+    blocks_.push_back(Block{data, size});
+    bytes_ += size;
+    best = &blocks_.back();
+  }
+  best->owner = token;
+  return best->data;
 }
 
-void PlanArena::give(void* block, size_t nbytes) {
-  if (reuse_) free_.emplace_back(block_class(nbytes == 0 ? 1 : nbytes), block);
+void PlanArena::give(void* block, uint64_t token) {
+  for (Block& b : blocks_) {
+    if (b.data != block) continue;
+    if (b.owner == token) b.owner = 0;
+    return;
+  }
 }
 
 }  // namespace ctrax

@@ -4,9 +4,11 @@
 // What it is for: tensor/compile.h. While a PlanRecorder is active on a thread, every op runs
 // as usual and each CPU kernel it launches through run_kernel() is also kept, as a closure over
 // raw pointers. Storages allocated meanwhile come from the recorder's arena: a block freed
-// during the run goes back to the arena and is reused by a later allocation of its size class,
-// so the arena holds what the run needed at its peak, not the sum of its buffers. Storages made
-// before the recording that a kernel touches are kept alive by the plan.
+// during the run goes back to the arena and is reused by a later allocation that fits, so the
+// arena holds what the run needed at its peak, not the sum of its buffers. The plans of one
+// compiled function share one arena (only one of them runs at a time, and every plan rewrites
+// its buffers on each replay), so it holds the largest plan's peak. Storages made before the
+// recording that a kernel touches are kept alive by the plan.
 //
 // The contract that makes a replay equal to the eager run: a kernel reads only memory it was
 // given pointers to and host values it copied into its closure. Code that reads tensor memory
@@ -38,7 +40,9 @@ using PlanKernel = std::function<void()>;
 // Records on the calling thread for its lifetime (recorders do not nest).
 class PlanRecorder {
  public:
-  PlanRecorder();
+  // Records into `arena` (its blocks all count as free again: the plans sharing it run one at a
+  // time), or into a new one.
+  explicit PlanRecorder(std::shared_ptr<PlanArena> arena = nullptr);
   ~PlanRecorder();
   PlanRecorder(const PlanRecorder&) = delete;
   PlanRecorder& operator=(const PlanRecorder&) = delete;
@@ -85,20 +89,29 @@ class PlanArena {
   PlanArena(const PlanArena&) = delete;
   PlanArena& operator=(const PlanArena&) = delete;
 
-  // A block of at least nbytes (64-byte aligned): a freed block of its size class while
-  // recording, else a new one. `reuse` is false once recording has stopped.
-  void* take(size_t nbytes);
-  // Back to the free list of its class (the memory stays with the arena until it dies).
-  void give(void* block, size_t nbytes);
-  void stop_reuse() { reuse_ = false; }
-  // Bytes of all blocks (what the plan holds).
+  // A block of at least nbytes (64-byte aligned): while recording, the smallest free block that
+  // fits (if it is at most twice the size), else a new one. `token` names this hand-out.
+  void* take(size_t nbytes, uint64_t& token);
+  // Back to the free blocks, if the block is still the hand-out `token` (a storage from an
+  // earlier recording whose block was handed out again since frees nothing).
+  void give(void* block, uint64_t token);
+  // A recording starts: every block is free (earlier plans' buffers are rewritten by their own
+  // kernels on each replay). Ends with stop_recording().
+  void start_recording();
+  void stop_recording() { recording_ = false; }
+  // Bytes of all blocks.
   size_t bytes() const { return bytes_; }
 
  private:
-  std::vector<std::pair<size_t, void*>> free_;  // (class bytes, block)
-  std::vector<void*> all_;
+  struct Block {
+    void* data;
+    size_t bytes;
+    uint64_t owner = 0;  // the hand-out using it; 0 when free
+  };
+  std::vector<Block> blocks_;
+  uint64_t next_token_ = 1;
   size_t bytes_ = 0;
-  bool reuse_ = true;
+  bool recording_ = false;
 };
 
 namespace detail {

@@ -123,7 +123,7 @@ Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device
   if (PlanArena* arena = detail::recording_arena()) {
     // While a plan is recorded its buffers come from its arena (tensor/plan.h).
     arena_ = detail::recording_arena_handle();
-    data_ = arena->take(nbytes);
+    data_ = arena->take(nbytes, arena_token_);
     count_allocation(nbytes);
     return;
   }
@@ -162,7 +162,7 @@ Storage::~Storage() {
     return;
   }
   if (arena_ != nullptr) {
-    arena_->give(data_, nbytes_);
+    arena_->give(data_, arena_token_);
     return;
   }
   if (nbytes_ <= kMaxCachedBytes && BlockCache::alive()) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 
@@ -44,6 +45,7 @@ class Storage {
   Storage() = default;
 
   std::shared_ptr<PlanArena> arena_;
+  uint64_t arena_token_ = 0;  // which hand-out of arena_'s block this is
   std::function<void(void*)> release_;  // set for wrapped memory
   void* data_ = nullptr;
   size_t nbytes_ = 0;

@@ -546,3 +546,23 @@ TEST_CASE("Trainer compiled step still checks the batch: a bad class id throws o
   bad[1] = full({8}, 3.0, DType::int64);  // 3 classes: id 3 is out of range
   CHECK_THROWS_WITH_AS(trainer.train_step(bad), doctest::Contains("must be in [0, 3)"), Error);
 }
+
+TEST_CASE("Trainer compiled steps with alternating batch shapes thread the state through every plan") {
+  TrainerOptions o = classifier_options(class_stream(16));
+  o.model = Serial({Dense(16), BatchNorm(), Relu(), Dense(3)});
+  auto run = [&](bool compile) {
+    TrainerOptions c = o;
+    c.compile = compile;
+    Trainer t(c);
+    std::vector<Metrics> rows;
+    for (int64_t i = 0; i < 12; ++i) rows.push_back(t.train_step(class_stream(i % 3 == 0 ? 16 : (i % 3 == 1 ? 9 : 5))(i)));
+    return std::make_tuple(t.weights(), t.state(), rows, t.compile_stats());
+  };
+  const auto [we, se, re, stats_e] = run(false);
+  const auto [wc, sc, rc, stats_c] = run(true);
+  CHECK(bitwise_equal(we, wc));
+  CHECK(bitwise_equal(se, sc));
+  CHECK(re == rc);
+  CHECK(stats_c.recordings == 3);
+  CHECK(stats_c.replays == 9);
+}

@@ -172,3 +172,24 @@ TEST_CASE("compile: a host value the function depends on records the plan again 
   CHECK(f.stats().replays == 2);
   CHECK_THROWS_WITH_AS(depend_on_value(nullptr), doctest::Contains("null"), Error);
 }
+
+TEST_CASE("compile: plans of alternating signatures share their buffers and each replays correctly") {
+  const Tensor w = test::random_tensor({4, 3}, DType::float32, 1);
+  const Tensor b = test::random_tensor({3}, DType::float32, 2);
+  CompiledFunction f([&](const std::vector<Tensor>& in) { return layer(in, w, b); });
+  uint64_t seed = 20;
+  for (int round = 0; round < 4; ++round) {
+    for (int64_t rows : {3, 17, 1}) {
+      const Tensor x = test::random_tensor({rows, 4}, DType::float32, seed++);
+      const std::vector<Tensor> want = layer({x}, w, b);
+      const std::vector<Tensor>& got = f({x});
+      for (size_t i = 0; i < want.size(); ++i) CHECK(bitwise_equal(got[i], want[i]));
+    }
+  }
+  CHECK(f.stats().recordings == 3);
+  CHECK(f.stats().replays == 9);
+  // One arena for the three plans: no more than the largest plan's buffers twice over.
+  CompiledFunction single([&](const std::vector<Tensor>& in) { return layer(in, w, b); });
+  single({test::random_tensor({17, 4}, DType::float32, 1)});
+  CHECK(f.stats().arena_bytes <= 2 * single.stats().arena_bytes);
+}
