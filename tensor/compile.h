@@ -18,7 +18,8 @@
 // first such fallback is said once in a log line (compile_log_sink()).
 //
 // The returned tensors are the plan's output buffers: valid until the next call of the same
-// compiled function (clone() what must outlive it). Not thread-safe: one caller at a time.
+// compiled function, whatever its signature (its plans share one arena; clone() what must
+// outlive it). Not thread-safe: one caller at a time.
 #pragma once
 
 #include <cstdint>
