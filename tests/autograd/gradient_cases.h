@@ -29,6 +29,10 @@ struct GradientCase {
 
 std::vector<GradientCase>& gradient_case_registry();
 
+// f(xs) followed by the gradients of sum(cotangent * f(xs)) with respect to the float inputs of
+// xs, all on the inputs' device (the cotangent is moved there and cast to f's dtype).
+std::vector<Tensor> value_and_vjp(const GradientCase& c, const std::vector<Tensor>& xs, const Tensor& cotangent);
+
 // The inputs of most cases: float64 values uniform in [lo, hi) from a fixed seed.
 inline Tensor random_f64(const Shape& shape, uint64_t seed, double lo = -2.0, double hi = 2.0) {
   return random_tensor(shape, DType::float64, seed, lo, hi);

@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include <ctrax/autograd/tape.h>
 #include <ctrax/tensor/compile.h>
 #include <ctrax/tensor/ops.h>
 
@@ -22,22 +21,6 @@
 using namespace ctrax;
 
 namespace {
-
-// f(xs) and the gradients of sum(cotangent * f(xs)) with respect to the float inputs.
-std::vector<Tensor> value_and_vjp(const test::GradientCase& c, const std::vector<Tensor>& xs, const Tensor& cotangent) {
-  GradientTape tape;
-  std::vector<Tensor> watched = xs;
-  std::vector<Tensor> sources;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    if (!is_floating(xs[i].dtype())) continue;
-    watched[i] = tape.watch(xs[i]);
-    sources.push_back(watched[i]);
-  }
-  const Tensor y = c.f(watched);
-  std::vector<Tensor> out{y};
-  for (const Tensor& g : tape.gradient(y, sources, cotangent.to(y.dtype()))) out.push_back(g);
-  return out;
-}
 
 bool same_bits(const Tensor& a, const Tensor& b) {
   if (a.defined() != b.defined()) return false;
@@ -65,9 +48,9 @@ TEST_CASE("compile: every gradient case replays eager's value and gradients bit 
     CAPTURE(c.label);
     const Tensor y = c.f(c.inputs);
     const Tensor cotangent = test::random_tensor(y.shape(), DType::float64, 99);
-    CompiledFunction compiled([&](const std::vector<Tensor>& in) { return value_and_vjp(c, in, cotangent); });
+    CompiledFunction compiled([&](const std::vector<Tensor>& in) { return test::value_and_vjp(c, in, cotangent); });
     for (const std::vector<Tensor>& in : {c.inputs, other_inputs(c.inputs), c.inputs}) {
-      const std::vector<Tensor> want = value_and_vjp(c, in, cotangent);
+      const std::vector<Tensor> want = test::value_and_vjp(c, in, cotangent);
       const std::vector<Tensor>& got = compiled(in);
       REQUIRE(got.size() == want.size());
       for (size_t i = 0; i < got.size(); ++i) {

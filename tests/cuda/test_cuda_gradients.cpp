@@ -38,20 +38,10 @@ struct VjpResult {
 // on the inputs' device and returned on the CPU. The float inputs are float64, as gradcheck
 // makes them.
 VjpResult vjp(const test::GradientCase& c, const std::vector<Tensor>& xs, const Tensor& cotangent) {
-  GradientTape tape;
-  std::vector<Tensor> watched = xs;
-  std::vector<Tensor> sources;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    if (!is_floating(xs[i].dtype())) continue;
-    watched[i] = tape.watch(xs[i]);
-    sources.push_back(watched[i]);
-  }
-  const Tensor y = c.f(watched);
-  const Tensor seed = cotangent.to(y.device()).to(y.dtype());
+  const std::vector<Tensor> out = test::value_and_vjp(c, xs, cotangent);
   VjpResult r;
-  const std::vector<Tensor> grads = tape.gradient(y, sources, seed);
-  r.value = y.to(Device::cpu());
-  for (const Tensor& g : grads) r.gradients.push_back(g.to(Device::cpu()).to(DType::float64));
+  r.value = out[0].to(Device::cpu());
+  for (size_t i = 1; i < out.size(); ++i) r.gradients.push_back(out[i].to(Device::cpu()).to(DType::float64));
   return r;
 }
 
