@@ -301,7 +301,9 @@ TEST_CASE("Run configs: compiled training steps give the eager run's checkpoints
       tensors[compiled] = checkpoint->tensors;
     }
     REQUIRE(tensors[0].size() == tensors[1].size());
-    for (const auto& [key, eager] : tensors[0]) {
+    for (const auto& entry : tensors[0]) {  // (no structured binding: clang 14 cannot capture one)
+      const std::string& key = entry.first;
+      const ctrax::Tensor& eager = entry.second;
       CAPTURE(key);
       REQUIRE(tensors[1].count(key) == 1);
       const ctrax::Tensor& got = tensors[1].at(key);
