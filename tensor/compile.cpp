@@ -1,6 +1,5 @@
 #include "compile.h"
 
-#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <sstream>
@@ -88,35 +87,38 @@ CompiledFunction::~CompiledFunction() = default;
 CompiledFunction::CompiledFunction(CompiledFunction&&) noexcept = default;
 CompiledFunction& CompiledFunction::operator=(CompiledFunction&&) noexcept = default;
 
-std::vector<int64_t> CompiledFunction::signature(const std::vector<Tensor>& inputs, uint64_t guard) const {
-  std::vector<int64_t> key;
-  key.push_back(static_cast<int64_t>(guard));
-  key.push_back(static_cast<int64_t>(inputs.size()));
+namespace {
+// The values that make up a call's signature, in order, given one by one to `emit` (which
+// returns false to stop early). One definition for building a key and for matching one.
+template <typename Emit>
+bool for_each_signature_value(const std::vector<Tensor>& inputs, uint64_t guard, Emit emit) {
+  if (!emit(static_cast<int64_t>(guard)) || !emit(static_cast<int64_t>(inputs.size()))) return false;
   for (const Tensor& t : inputs) {
-    key.push_back(t.defined() ? static_cast<int64_t>(t.dtype()) : -1);
-    key.push_back(t.defined() ? static_cast<int64_t>(t.device().type) * 1024 + t.device().index : -1);
-    key.push_back(t.rank());
-    for (int d = 0; d < t.rank(); ++d) key.push_back(t.shape()[d]);
+    if (!emit(t.defined() ? static_cast<int64_t>(t.dtype()) : -1)) return false;
+    if (!emit(t.defined() ? static_cast<int64_t>(t.device().type) * 1024 + t.device().index : -1)) return false;
+    if (!emit(t.rank())) return false;
+    for (int d = 0; d < t.rank(); ++d)
+      if (!emit(t.shape()[d])) return false;
   }
-  return key;
+  return true;
 }
 
-namespace {
 // The signature test without building the key (a replay allocates nothing).
 bool matches(const std::vector<int64_t>& key, const std::vector<Tensor>& inputs, uint64_t guard) {
   size_t i = 0;
-  auto next = [&](int64_t v) { return i < key.size() && key[i++] == v; };
-  if (!next(static_cast<int64_t>(guard)) || !next(static_cast<int64_t>(inputs.size()))) return false;
-  for (const Tensor& t : inputs) {
-    if (!next(t.defined() ? static_cast<int64_t>(t.dtype()) : -1)) return false;
-    if (!next(t.defined() ? static_cast<int64_t>(t.device().type) * 1024 + t.device().index : -1)) return false;
-    if (!next(t.rank())) return false;
-    for (int d = 0; d < t.rank(); ++d)
-      if (!next(t.shape()[d])) return false;
-  }
-  return i == key.size();
+  return for_each_signature_value(inputs, guard, [&](int64_t v) { return i < key.size() && key[i++] == v; }) &&
+         i == key.size();
 }
 }  // namespace
+
+std::vector<int64_t> CompiledFunction::signature(const std::vector<Tensor>& inputs, uint64_t guard) const {
+  std::vector<int64_t> key;
+  for_each_signature_value(inputs, guard, [&](int64_t v) {
+    key.push_back(v);
+    return true;
+  });
+  return key;
+}
 
 const std::vector<Tensor>& CompiledFunction::operator()(const std::vector<Tensor>& inputs, uint64_t guard) {
   if (!options_.enabled) {

@@ -22,12 +22,7 @@ void note_raw_access(const std::shared_ptr<Storage>& storage) {
   recorder->touch(storage);
 }
 
-PlanArena* recording_arena() {
-  PlanRecorder* recorder = t_capture_state.recorder;
-  return recorder == nullptr ? nullptr : recorder->arena().get();
-}
-
-std::shared_ptr<PlanArena> recording_arena_handle() {
+std::shared_ptr<PlanArena> recording_arena() {
   PlanRecorder* recorder = t_capture_state.recorder;
   return recorder == nullptr ? nullptr : recorder->arena();
 }

@@ -155,8 +155,7 @@ void run_kernel(Kernel&& kernel) {
 void record_constant_bytes(void* data, size_t nbytes);
 
 // While recording: the arena to allocate a new storage from (null otherwise).
-PlanArena* recording_arena();
-std::shared_ptr<PlanArena> recording_arena_handle();
+std::shared_ptr<PlanArena> recording_arena();
 
 // Marks the active recording (if any) unplannable: for host code the raw_data() check cannot
 // see, e.g. a value read through a kernel that returns it to the host.

@@ -120,10 +120,10 @@ Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device
     count_allocation(nbytes);
     return;
   }
-  if (PlanArena* arena = detail::recording_arena()) {
+  if (detail::t_capture_state.recorder != nullptr) {
     // While a plan is recorded its buffers come from its arena (tensor/plan.h).
-    arena_ = detail::recording_arena_handle();
-    data_ = arena->take(nbytes, arena_token_);
+    arena_ = detail::recording_arena();
+    data_ = arena_->take(nbytes, arena_token_);
     count_allocation(nbytes);
     return;
   }
