@@ -193,3 +193,12 @@ TEST_CASE("compile: plans of alternating signatures share their buffers and each
   single({test::random_tensor({17, 4}, DType::float32, 1)});
   CHECK(f.stats().arena_bytes <= 2 * single.stats().arena_bytes);
 }
+
+TEST_CASE("compile: check_value refuses a tensor of several elements and an empty check") {
+  const auto ok = [](double) { return std::string(); };
+  CHECK_THROWS_WITH_AS(check_value(ones({2}), ok), doctest::Contains("expected a one-element tensor, got 2"), Error);
+  CHECK_THROWS_WITH_AS(check_value(Tensor(), ok), doctest::Contains("one-element"), Error);
+  CHECK_THROWS_WITH_AS(check_value(ones({1}), nullptr), doctest::Contains("the check is empty"), Error);
+  CHECK_THROWS_WITH_AS(check_value(zeros({}), [](double v) { return v > 0 ? std::string() : std::string("not positive"); }),
+                       doctest::Contains("not positive"), Error);
+}
