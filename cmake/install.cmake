@@ -8,8 +8,9 @@
 #                                          such as "../kernels/check.h")
 #   include/ctrax/ctrax.h                  the umbrella header, when the repository has one
 #   ${CMAKE_INSTALL_LIBDIR}/libctrax.a     (or .so with -DBUILD_SHARED_LIBS=ON)
+#   ${CMAKE_INSTALL_LIBDIR}/libctrax_cuda.so.0   the CUDA module, in CUDA builds (ctrax::cuda)
 #   ${CMAKE_INSTALL_LIBDIR}/cmake/ctrax/   ctraxConfig.cmake, ctraxConfigVersion.cmake, ctraxTargets*.cmake
-#   ${CMAKE_INSTALL_LIBDIR}/pkgconfig/ctrax.pc
+#   ${CMAKE_INSTALL_LIBDIR}/pkgconfig/ctrax.pc, ctrax-cuda.pc (CUDA builds)
 include(CMakePackageConfigHelpers)
 
 set(CTRAX_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/ctrax CACHE STRING
@@ -84,26 +85,30 @@ endforeach()
 string(REPLACE ";" "\n" _public_list "${CTRAX_PUBLIC_HEADERS}")
 file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/ctrax_public_headers.txt CONTENT "${_public_list}\n")
 
+# The CUDA module (libctrax_cuda.so, kernels/CMakeLists.txt): installed beside libctrax in its
+# own export set, so that find_package(ctrax COMPONENTS cuda) is what defines ctrax::cuda. It
+# is a shared library that links CUDA itself: its users need no CUDA package to link it.
+if(TARGET ctrax_cuda)
+  install(TARGETS ctrax_cuda EXPORT ctraxCudaTargets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+
 # ---------------------------------------------------------------------------------------------
-# CMake package: find_package(ctrax CONFIG) -> ctrax::ctrax
+# CMake package: find_package(ctrax CONFIG) -> ctrax::ctrax; COMPONENTS cuda -> ctrax::cuda
 # ---------------------------------------------------------------------------------------------
 install(EXPORT ctraxTargets NAMESPACE ctrax:: DESTINATION ${CTRAX_INSTALL_CMAKEDIR})
+if(TARGET ctrax_cuda)
+  install(EXPORT ctraxCudaTargets NAMESPACE ctrax:: DESTINATION ${CTRAX_INSTALL_CMAKEDIR})
+endif()
 
 set(CTRAX_CONFIG_CUDA OFF)
 if(CTRAX_CUDA)
   set(CTRAX_CONFIG_CUDA ON)
 endif()
-# cuDNN (linked PRIVATE as the imported target ctrax::cudnn): a static libctrax's consumers
-# link it too, so ctraxConfig.cmake recreates the target, hinted with this machine's folder.
 set(CTRAX_CONFIG_CUDNN OFF)
-set(CTRAX_CONFIG_CUDNN_STATIC OFF)
-set(CTRAX_CONFIG_CUDNN_HINT "")
 if(CTRAX_CUDNN)
   set(CTRAX_CONFIG_CUDNN ON)
-  if(_ctrax_type STREQUAL "STATIC_LIBRARY")
-    set(CTRAX_CONFIG_CUDNN_STATIC ON)
-  endif()
-  get_filename_component(CTRAX_CONFIG_CUDNN_HINT "${CTRAX_CUDNN_LIBRARY}" DIRECTORY)
 endif()
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/ctraxConfig.cmake.in
   ${PROJECT_BINARY_DIR}/cmake/ctraxConfig.cmake
@@ -133,15 +138,9 @@ if(CTRAX_OPENBLAS)
   endif()
   string(APPEND _pc_deps " -lopenblas")
 endif()
-if(CTRAX_CUDA)
-  # No -D: no public header depends on the build's options.
-  string(APPEND _pc_deps " -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lcublas")
-endif()
-if(CTRAX_CUDNN)
-  if(NOT CTRAX_CONFIG_CUDNN_HINT STREQUAL CUDAToolkit_LIBRARY_DIR)
-    string(APPEND _pc_deps " -L${CTRAX_CONFIG_CUDNN_HINT}")
-  endif()
-  string(APPEND _pc_deps " -lcudnn")
+# dlopen, for the CUDA module's loader (part of libc since glibc 2.34; -ldl still links there).
+if(CMAKE_DL_LIBS)
+  string(APPEND _pc_deps " -l${CMAKE_DL_LIBS}")
 endif()
 string(APPEND _pc_deps " -pthread")
 set(_pc_sanitize "")
@@ -176,6 +175,18 @@ install(CODE "
   file(WRITE \"${PROJECT_BINARY_DIR}/cmake/ctrax.pc\" \"\${_ctrax_pc}\")
 ")
 install(FILES ${PROJECT_BINARY_DIR}/cmake/ctrax.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# ctrax-cuda.pc, for programs that want the GPU from their start: ctrax plus the CUDA module,
+# kept as a needed library even where the linker drops unused ones (--as-needed).
+if(TARGET ctrax_cuda)
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/ctrax-cuda.pc.in ${PROJECT_BINARY_DIR}/cmake/ctrax-cuda.pc.stage @ONLY)
+  install(CODE "
+    file(READ \"${PROJECT_BINARY_DIR}/cmake/ctrax-cuda.pc.stage\" _ctrax_pc)
+    string(REPLACE \"@CTRAX_PC_PREFIX@\" \"\${CMAKE_INSTALL_PREFIX}\" _ctrax_pc \"\${_ctrax_pc}\")
+    file(WRITE \"${PROJECT_BINARY_DIR}/cmake/ctrax-cuda.pc\" \"\${_ctrax_pc}\")
+  ")
+  install(FILES ${PROJECT_BINARY_DIR}/cmake/ctrax-cuda.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()
 
 unset(_ctrax_type)
 unset(_ctrax_iface)

@@ -17,14 +17,12 @@
 
 #include "../kernels/check.h"
 #include "../tensor/ops.h"
-#ifdef CTRAX_USE_CUDNN
 #include <climits>
 
 #include "../autograd/custom.h"
 #include "../kernels/cuda/backend.h"
 #include "../kernels/cuda/cudnn.h"
 #include "../kernels/cuda/runtime.h"
-#endif
 
 namespace ctrax {
 
@@ -199,13 +197,11 @@ class ConvLayer final : public SpatialLayer {
     const Geometry g = geometry(x.shape(), x.dtype());
     const Tensor& kernel = weights["kernel"].leaf();
     check_kernel(kernel, g);
-#ifdef CTRAX_USE_CUDNN
     if (cudnn_applies(x, kernel, g)) {
       Tensor y = cudnn_conv(x, kernel, g);
       if (use_bias_) y = add(y, weights["bias"].leaf());
       return {{unfold_batch(y, g)}, state};
     }
-#endif
     // im2col: one row of prod(k) * channels per output position, then one matmul.
     const int64_t patch = product(window_) * g.channels;
     const Tensor rows = windows(x, g, 0.0).reshape(Shape{g.batch * product(g.out), patch});
@@ -229,7 +225,6 @@ class ConvLayer final : public SpatialLayer {
            std::to_string(kernel.size(-2)));
   }
 
-#ifdef CTRAX_USE_CUDNN
   // cuDNN when selected and the call fits it: float32 input and kernel on the same GPU,
   // nothing empty, sizes within cuDNN's int dimensions. Otherwise im2col runs (same result).
   bool cudnn_applies(const Tensor& x, const Tensor& kernel, const Geometry& g) const {
@@ -306,7 +301,6 @@ class ConvLayer final : public SpatialLayer {
     folded.push_back(filters_);
     return y.reshape(folded);
   }
-#endif
 
   int64_t filters_;
   bool use_bias_;

@@ -28,7 +28,7 @@ double run_adam(const kernels::AdamStep& p, const Tensor& gradient, Tensor& weig
     using T = decltype(tag);
     const T* g = gradient.device_data<T>();
     T *w = weight.device_data<T>(), *m = slots[0].device_data<T>(), *v = slots[1].device_data<T>();
-    return on_gpu ? CTRAX_CUDA_ONLY(kernels::cuda::adam_step(p, g, w, m, v, n)) : kernels::adam_step(p, g, w, m, v, n);
+    return on_gpu ? kernels::cuda::adam_step(p, g, w, m, v, n) : kernels::adam_step(p, g, w, m, v, n);
   });
 }
 

@@ -3,13 +3,12 @@
 // What it is for: the optimizers' update_weight picks the CPU loop (kernels/optimizer_steps.h)
 // or the CUDA kernel (kernels/cuda/optimizer_steps.h) by where the weight lives, and float or
 // double by its dtype. run_step makes the weight's GPU current and calls
-// step(T{}, on_gpu) with T the weight's element type; the step writes both calls, the GPU one
-// inside CTRAX_CUDA_ONLY so that a CPU-only build compiles it.
+// step(T{}, on_gpu) with T the weight's element type; the step writes both calls (the GPU one
+// reaches the CUDA module through kernels/cuda/loader.cpp, in every build).
 //
 // What it is not for: users (not installed as API) or checks (Optimizer::update did them).
 #pragma once
 
-#include "../kernels/cuda/cuda_only.h"
 #include "../kernels/cuda/runtime.h"
 #include "../tensor/tensor.h"
 

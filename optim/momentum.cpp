@@ -31,7 +31,7 @@ double Momentum::update_weight(int64_t, double learning_rate, double grad_scale,
     using T = decltype(tag);
     const T* g = gradient.device_data<T>();
     T *w = weight.device_data<T>(), *velocity = slots[0].device_data<T>();
-    return on_gpu ? CTRAX_CUDA_ONLY(kernels::cuda::momentum_step(p, g, w, velocity, n))
+    return on_gpu ? kernels::cuda::momentum_step(p, g, w, velocity, n)
                   : kernels::momentum_step(p, g, w, velocity, n);
   });
 }

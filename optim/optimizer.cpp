@@ -90,7 +90,7 @@ double sum_of_squares(const Tensor& g) {
   const Tensor c = contiguous_gradient(g);
   return optim_detail::run_step(c, [&](auto tag, bool on_gpu) {
     using T = decltype(tag);
-    return on_gpu ? CTRAX_CUDA_ONLY(kernels::cuda::sum_of_squares(c.device_data<T>(), c.numel()))
+    return on_gpu ? kernels::cuda::sum_of_squares(c.device_data<T>(), c.numel())
                   : kernels::sum_of_squares(c.data<T>(), c.numel());
   });
 }

@@ -33,7 +33,7 @@ double RMSProp::update_weight(int64_t, double learning_rate, double grad_scale, 
     using T = decltype(tag);
     const T* g = gradient.device_data<T>();
     T *w = weight.device_data<T>(), *mean_square = slots[0].device_data<T>();
-    return on_gpu ? CTRAX_CUDA_ONLY(kernels::cuda::rmsprop_step(p, g, w, mean_square, n))
+    return on_gpu ? kernels::cuda::rmsprop_step(p, g, w, mean_square, n)
                   : kernels::rmsprop_step(p, g, w, mean_square, n);
   });
 }

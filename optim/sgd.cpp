@@ -25,7 +25,7 @@ double SGD::update_weight(int64_t, double learning_rate, double grad_scale, cons
     using T = decltype(tag);
     const T* g = gradient.device_data<T>();
     T* w = weight.device_data<T>();
-    return on_gpu ? CTRAX_CUDA_ONLY(kernels::cuda::sgd_step(p, g, w, weight.numel()))
+    return on_gpu ? kernels::cuda::sgd_step(p, g, w, weight.numel())
                   : kernels::sgd_step(p, g, w, weight.numel());
   });
 }

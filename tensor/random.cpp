@@ -3,9 +3,9 @@
 //
 // Device outputs: each sampler checks its arguments once, then fills the output either with
 // the CPU loops below or, for a tensor on a GPU, with the kernels of kernels/cuda/random.h
-// (the same Philox counters and formulas). The GPU branches are wrapped in CTRAX_CUDA_ONLY
-// (kernels/cuda/runtime.h): a CPU-only build compiles them without the kernels, and cannot
-// reach them, because allocating the GPU output already fails there with a clear error.
+// (the same Philox counters and formulas), reached through the CUDA module's loader
+// (kernels/cuda/module.h). Without a module no GPU output can be allocated, so those branches
+// are never reached there.
 #include "random.h"
 
 #include <cinttypes>
@@ -15,7 +15,6 @@
 #include <numeric>
 #include <type_traits>
 
-#include "../kernels/cuda/cuda_only.h"
 #include "../kernels/cuda/random.h"
 #include "../kernels/parallel.h"
 #include "plan.h"
@@ -183,8 +182,8 @@ kernels::cuda::PhiloxKey philox_key(Key key) { return {key.words()[0], key.words
 void require_unit_probabilities(const Tensor& probs, const Shape& p_shape) {
   if (probs.device().is_cuda()) {
     cuda_detail::use_device_of(probs);
-    const int64_t first = CTRAX_CUDA_ONLY(
-        kernels::cuda::first_outside_unit_interval(static_cast<const double*>(probs.device_data()), probs.numel()));
+    const int64_t first = 
+        kernels::cuda::first_outside_unit_interval(static_cast<const double*>(probs.device_data()), probs.numel());
     if (first < 0) return;
   }
   const std::vector<double> values = probs.to(Device::cpu()).to_vector<double>();
@@ -239,8 +238,8 @@ Tensor uniform(Key key, const Shape& shape, DType dtype, double lo, double hi, D
     const T below_hi = std::nextafter(hi_t, lo_t);
     if (device.is_cuda()) {
       cuda_detail::use_device_of(out);
-      CTRAX_CUDA_ONLY(kernels::cuda::random_uniform(philox_key(key), out.device_data(), cuda_detail::element_type(dtype),
-                                                    out.numel(), lo_d, hi_d, static_cast<double>(below_hi)));
+      kernels::cuda::random_uniform(philox_key(key), out.device_data(), cuda_detail::element_type(dtype),
+                                                    out.numel(), lo_d, hi_d, static_cast<double>(below_hi));
       return;
     }
     T* data = out.data<T>();
@@ -270,8 +269,8 @@ Tensor normal(Key key, const Shape& shape, DType dtype, double mean, double stdd
   Tensor out(shape, dtype, device);
   if (device.is_cuda()) {
     cuda_detail::use_device_of(out);
-    CTRAX_CUDA_ONLY(kernels::cuda::random_normal(philox_key(key), out.device_data(), cuda_detail::element_type(dtype),
-                                                 out.numel(), mean, stddev));
+    kernels::cuda::random_normal(philox_key(key), out.device_data(), cuda_detail::element_type(dtype),
+                                                 out.numel(), mean, stddev);
     return out;
   }
   constexpr double kTwoPi = 6.283185307179586476925286766559;
@@ -306,8 +305,8 @@ Tensor bernoulli(Key key, const Shape& shape, double p, Device device) {
   Tensor out(shape, DType::boolean, device);
   if (device.is_cuda()) {
     cuda_detail::use_device_of(out);
-    CTRAX_CUDA_ONLY(kernels::cuda::random_bernoulli(philox_key(key), static_cast<uint8_t*>(out.device_data()),
-                                                    out.numel(), p));
+    kernels::cuda::random_bernoulli(philox_key(key), static_cast<uint8_t*>(out.device_data()),
+                                                    out.numel(), p);
     return out;
   }
   uint8_t* data = out.data<uint8_t>();
@@ -332,8 +331,8 @@ Tensor bernoulli(Key key, const Shape& shape, const Tensor& p) {
   Tensor out(shape, DType::boolean, p.device());
   if (p.device().is_cuda()) {
     cuda_detail::use_device_of(out);
-    CTRAX_CUDA_ONLY(kernels::cuda::random_bernoulli(philox_key(key), static_cast<uint8_t*>(out.device_data()),
-                                                    out.numel(), 0.0, static_cast<const double*>(expanded.device_data())));
+    kernels::cuda::random_bernoulli(philox_key(key), static_cast<uint8_t*>(out.device_data()),
+                                                    out.numel(), 0.0, static_cast<const double*>(expanded.device_data()));
     return out;
   }
   const double* pd = expanded.data<double>();
@@ -385,8 +384,8 @@ Tensor categorical(Key key, const Tensor& logits, int axis, std::optional<Shape>
   const int64_t row_count = batch.numel();
   if (table.device().is_cuda()) {
     cuda_detail::use_device_of(table);
-    const auto problem = CTRAX_CUDA_ONLY(kernels::cuda::first_invalid_categorical_row(
-        static_cast<const double*>(table.device_data()), row_count, categories));
+    const auto problem = kernels::cuda::first_invalid_categorical_row(
+        static_cast<const double*>(table.device_data()), row_count, categories);
     CTRAX_REQUIRE(problem.row < 0 || problem.nan_category < 0, "categorical: logits contain NaN (row ", problem.row,
                   ", category ", problem.nan_category, ")");
     CTRAX_REQUIRE(problem.row < 0, "categorical: every logit of row ", problem.row,
@@ -421,9 +420,9 @@ Tensor categorical(Key key, const Tensor& logits, int axis, std::optional<Shape>
       rows_of_samples.shape[d] = out_shape[d];
       rows_of_samples.strides[d] = row_strides[d];
     }
-    CTRAX_CUDA_ONLY(kernels::cuda::random_categorical(philox_key(key), static_cast<const double*>(table.device_data()),
+    kernels::cuda::random_categorical(philox_key(key), static_cast<const double*>(table.device_data()),
                                                       categories, rows_of_samples,
-                                                      static_cast<int64_t*>(out.device_data()), n));
+                                                      static_cast<int64_t*>(out.device_data()), n);
     return out;
   }
   int64_t* data = out.data<int64_t>();
@@ -483,8 +482,8 @@ Tensor randint(Key key, const Shape& shape, int64_t lo, int64_t hi, DType dtype,
   Tensor out(shape, dtype, device);
   if (device.is_cuda()) {
     cuda_detail::use_device_of(out);
-    CTRAX_CUDA_ONLY(kernels::cuda::random_randint(philox_key(key), out.device_data(), cuda_detail::element_type(dtype),
-                                                  out.numel(), lo, range));
+    kernels::cuda::random_randint(philox_key(key), out.device_data(), cuda_detail::element_type(dtype),
+                                                  out.numel(), lo, range);
     return out;
   }
   dispatch_dtype(dtype, [&](auto tag) {

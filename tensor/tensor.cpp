@@ -8,9 +8,7 @@
 
 #include "convert.h"
 #include "cuda_arg.h"
-#ifdef CTRAX_USE_CUDA
 #include "../kernels/cuda/copy.h"
-#endif
 #include "plan.h"
 #include "strided_loop.h"
 #include "trace.h"
@@ -413,14 +411,12 @@ void Tensor::copy_(const Tensor& src) {
   }
   // Broadcast src to our shape (throws with both shapes when impossible).
   const Tensor s = src.expand(shape_);
-#ifdef CTRAX_USE_CUDA  // without the backend no tensor lives on a GPU
   if (device().is_cuda()) {
     cuda_detail::use_device_of(*this);
     kernels::cuda::strided_copy(cuda_detail::strided_arg(*this), cuda_detail::element_type(dtype_),
                                 cuda_detail::strided_arg(s, shape_), cuda_detail::element_type(s.dtype()));
     return;
   }
-#endif
   detail::KernelScope scope;
   std::array<char*, 2> base{static_cast<char*>(raw_data()), static_cast<char*>(s.raw_data())};
   std::array<Shape, 2> strides{detail::broadcast_byte_strides(*this, shape_),
@@ -442,13 +438,11 @@ void Tensor::fill_(double value) {
   require_defined("fill_");
   CTRAX_REQUIRE(!detail::is_traced(*this), "fill_: the tensor (", dtype_, shape_,
                 ") is traced by autodiff; an in-place write would make its gradient wrong. Use full_like(x, v) instead");
-#ifdef CTRAX_USE_CUDA  // without the backend no tensor lives on a GPU
   if (device().is_cuda()) {
     cuda_detail::use_device_of(*this);
     kernels::cuda::fill(cuda_detail::strided_arg(*this), cuda_detail::element_type(dtype_), value);
     return;
   }
-#endif
   dispatch_dtype(dtype_, [&](auto tag) {
     using T = decltype(tag);
     const T v = convert<T>(value);

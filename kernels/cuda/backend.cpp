@@ -1,5 +1,5 @@
-// The per-op GPU backend switch (see backend.h). In every build, like runtime.cpp: without
-// cuDNN it answers "not available" and only accepts the hand-written backend.
+// The per-op GPU backend switch (see backend.h). Part of the core: without a CUDA module built
+// with cuDNN it answers "not available" and only accepts the hand-written backend.
 #include "backend.h"
 
 #include <array>
@@ -8,9 +8,7 @@
 #include "../check.h"
 #include "runtime.h"
 
-#ifdef CTRAX_USE_CUDNN
 #include "cudnn.h"
-#endif
 
 namespace ctrax::kernels::cuda {
 
@@ -45,22 +43,14 @@ const char* cuda_backend_name(CudaBackend backend) {
   return backend == CudaBackend::cudnn ? "cudnn" : "handwritten";
 }
 
-bool cudnn_built_in() {
-#ifdef CTRAX_USE_CUDNN
-  return true;
-#else
-  return false;
-#endif
-}
-
 std::string cudnn_unavailable_reason() {
   if (!cudnn_built_in())
-    return "this build of ctrax has no cuDNN backend (configure with -DCTRAX_CUDA=ON -DCTRAX_CUDNN=ON on a "
-           "machine with cuDNN installed in the CUDA toolkit)";
+    return module_loaded()
+               ? "this build of ctrax has no cuDNN backend (configure with -DCTRAX_CUDA=ON -DCTRAX_CUDNN=ON on a "
+                 "machine with cuDNN installed in the CUDA toolkit)"
+               : "this build of ctrax has no cuDNN backend: " + unavailable_reason();
   if (!available()) return "no CUDA device: " + unavailable_reason();
-#ifdef CTRAX_USE_CUDNN
   if (cudnn_library_version() <= 0) return "the cuDNN library did not load";
-#endif
   return "";
 }
 

@@ -1,10 +1,8 @@
 // The CUDA runtime layer (runtime.h): devices, streams, the caching allocator and copies.
-// Compiled in every build; without CTRAX_USE_CUDA only the "not available" answers remain.
+// Part of the CUDA module (libctrax_cuda.so); the core reaches it through kernels/cuda/loader.cpp.
 #include "runtime.h"
 
 #include "../check.h"
-
-#ifdef CTRAX_USE_CUDA
 
 #include <array>
 #include <map>
@@ -267,35 +265,3 @@ void free_pinned(void* pointer) {
 }
 
 }  // namespace ctrax::kernels::cuda
-
-#else  // CPU-only build ---------------------------------------------------------------------
-
-namespace ctrax::kernels::cuda {
-
-namespace {
-[[noreturn]] void no_backend(const char* what) {
-  CTRAX_THROW(what, ": this build of ctrax has no CUDA backend (configure with -DCTRAX_CUDA=ON and nvcc installed)");
-}
-}  // namespace
-
-bool available() { return false; }
-std::string unavailable_reason() { return "this build of ctrax has no CUDA backend (configured with CTRAX_CUDA=OFF)"; }
-int device_count() { return 0; }
-void set_device(int) { no_backend("cuda::set_device"); }
-int current_device() { no_backend("cuda::current_device"); }
-DeviceInfo device_info(int) { no_backend("cuda::device_info"); }
-void* current_stream() { no_backend("cuda::current_stream"); }
-void synchronize() { no_backend("cuda::synchronize"); }
-void* allocate(size_t, int) { no_backend("cuda::allocate"); }
-void deallocate(void*, size_t, int) { no_backend("cuda::deallocate"); }
-void release_cached_memory() {}
-AllocatorStats allocator_stats(int) { no_backend("cuda::allocator_stats"); }
-void copy_host_to_device(void*, const void*, size_t, int) { no_backend("cuda::copy_host_to_device"); }
-void copy_device_to_host(void*, const void*, size_t, int) { no_backend("cuda::copy_device_to_host"); }
-void copy_device_to_device(void*, int, const void*, int, size_t) { no_backend("cuda::copy_device_to_device"); }
-void* allocate_pinned(size_t) { no_backend("cuda::allocate_pinned"); }
-void free_pinned(void*) { no_backend("cuda::free_pinned"); }
-
-}  // namespace ctrax::kernels::cuda
-
-#endif

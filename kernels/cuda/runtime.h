@@ -2,9 +2,12 @@
 // host <-> device copies.
 //
 // What it is for: everything above kernels/ that touches GPU memory goes through these plain
-// C++ functions, so no header outside kernels/cuda needs <cuda_runtime.h> and a CPU-only build
-// compiles the same callers. In a build without CUDA, available() is false, device_count() is
-// 0 and every other function throws ctrax::Error saying the build has no CUDA backend.
+// C++ functions, so no header outside kernels/cuda needs <cuda_runtime.h> and the core is the
+// same in every build. The CUDA code itself is a module, libctrax_cuda.so (kernels/cuda/module.h),
+// loaded the first time one of these functions needs it: a program that never asks for a GPU
+// loads no CUDA library. When there is no module (a build without CUDA, or the file cannot be
+// found) available() is false, device_count() is 0, unavailable_reason() says why and every
+// other function throws ctrax::Error with that reason.
 //
 // Ordering model (the same as PyTorch's default): all of ctrax's work on a device runs on one
 // stream, current_stream(). Kernels and device-to-device copies are asynchronous; a copy to
@@ -25,11 +28,18 @@
 
 namespace ctrax::kernels::cuda {
 
-// True when this build has the CUDA backend and the driver reports at least one device.
-// Never throws; the reason when false is unavailable_reason().
+// True when the CUDA module loads and the driver reports at least one device. Loads the module
+// on first call. Never throws; the reason when false is unavailable_reason().
 bool available();
 std::string unavailable_reason();
 int device_count();
+// Whether the CUDA module is in this process (loaded by an earlier call, or linked into the
+// program through ctrax::cuda); never loads it. module_path(): the file the loader took it from
+// (empty until a call has needed it). The module is searched for in $CTRAX_CUDA_MODULE, beside
+// libctrax (or the program, for a static libctrax) and its ../lib, by the dynamic loader's own
+// search, then in this build's install and build folders.
+bool module_loaded();
+std::string module_path();
 // The device later calls use (cudaSetDevice). Throws ctrax::Error for an index out of range.
 void set_device(int index);
 int current_device();
@@ -59,7 +69,8 @@ void synchronize();
 // once; a second failure throws ctrax::Error with the sizes involved.
 void* allocate(size_t nbytes, int device);
 void deallocate(void* pointer, size_t nbytes, int device);
-// Returns every cached (free) block to the driver.
+// Returns every cached (free) block to the driver (nothing to do, and nothing loaded, when the
+// module is not loaded).
 void release_cached_memory();
 struct AllocatorStats {
   size_t allocated_bytes = 0;       // in live blocks (rounded sizes)

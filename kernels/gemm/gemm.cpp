@@ -90,20 +90,6 @@ const KernelSpec<T>& active_spec() {
 
 }  // namespace
 
-// BLAS-style shape checks: cheap, and they catch a wrong leading dimension before it turns
-// into an out-of-bounds read.
-void check_gemm_arguments(const char* name, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                          int64_t lda, int64_t ldb, int64_t ldc) {
-  CTRAX_REQUIRE(m >= 0 && n >= 0 && k >= 0, name, ": sizes must be >= 0, got m=", m, " n=", n, " k=", k);
-  const int64_t a_cols = trans_a ? m : k;
-  const int64_t b_cols = trans_b ? k : n;
-  CTRAX_REQUIRE(lda >= std::max<int64_t>(1, a_cols), name, ": lda=", lda, " is less than the ", a_cols,
-                " columns of A as stored");
-  CTRAX_REQUIRE(ldb >= std::max<int64_t>(1, b_cols), name, ": ldb=", ldb, " is less than the ", b_cols,
-                " columns of B as stored");
-  CTRAX_REQUIRE(ldc >= std::max<int64_t>(1, n), name, ": ldc=", ldc, " is less than n=", n);
-}
-
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   check_gemm_arguments("sgemm", trans_a, trans_b, m, n, k, lda, ldb, ldc);

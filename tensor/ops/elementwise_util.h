@@ -19,9 +19,7 @@
 #include "../plan.h"
 #include "../strided_loop.h"
 #include "../tensor.h"
-#ifdef CTRAX_USE_CUDA
 #include "../cuda_arg.h"
-#endif
 
 namespace ctrax::ops_detail {
 
@@ -49,84 +47,59 @@ inline void require_same_device(const char* op, Device device, const Tensor& t, 
 // ---- CUDA launches ------------------------------------------------------------------------------
 // The CUDA side of the loops below: the tensor layer has already chosen the dtypes and the
 // shape and converted the operands (Tensor::to works on the device), so these only allocate
-// the output on the operand's device and launch kernels/cuda/elementwise.h. In CPU-only builds
-// no tensor is ever on a GPU, so they are unreachable there.
+// the output on the operand's device and launch kernels/cuda/elementwise.h (through the CUDA
+// module's loader). Without the module no tensor is ever on a GPU, so they are unreachable then.
 
 namespace kc = kernels::cuda;
 
 // op(x) as a fresh contiguous tensor of x's shape and dtype out_dtype on x's device.
-inline Tensor cuda_unary([[maybe_unused]] kc::UnaryOp op, const Tensor& x, [[maybe_unused]] DType out_dtype,
-                         [[maybe_unused]] double p0 = 0, [[maybe_unused]] double p1 = 0) {
-#ifdef CTRAX_USE_CUDA
+inline Tensor cuda_unary(kc::UnaryOp op, const Tensor& x, DType out_dtype,
+                         double p0 = 0, double p1 = 0) {
   cuda_detail::use_device_of(x);
   Tensor out(x.shape(), out_dtype, x.device());
   kc::unary(op, cuda_detail::strided_arg(out), cuda_detail::element_type(out_dtype), cuda_detail::strided_arg(x),
             cuda_detail::element_type(x.dtype()), p0, p1);
   return out;
-#else
-  CTRAX_CHECK(false, "cuda_unary: tensor on ", x.device(), " in a build without CUDA");
-  return {};
-#endif
 }
 
 // a (op) b broadcast to `shape`, both already of dtype `compute`; out of dtype out_dtype.
-inline Tensor cuda_binary([[maybe_unused]] kc::BinaryOp op, const Tensor& a, [[maybe_unused]] const Tensor& b,
-                          [[maybe_unused]] const Shape& shape, [[maybe_unused]] DType compute,
-                          [[maybe_unused]] DType out_dtype) {
-#ifdef CTRAX_USE_CUDA
+inline Tensor cuda_binary(kc::BinaryOp op, const Tensor& a, const Tensor& b,
+                          const Shape& shape, DType compute,
+                          DType out_dtype) {
   cuda_detail::use_device_of(a);
   Tensor out(shape, out_dtype, a.device());
   kc::binary(op, cuda_detail::strided_arg(out), cuda_detail::element_type(out_dtype),
              cuda_detail::strided_arg(a, shape), cuda_detail::strided_arg(b, shape),
              cuda_detail::element_type(compute));
   return out;
-#else
-  CTRAX_CHECK(false, "cuda_binary: tensor on ", a.device(), " in a build without CUDA");
-  return {};
-#endif
 }
 
 // t (op) s, or s (op) t when scalar_first; t already of dtype `compute`. The scalar is
 // converted to `compute` with saturate_cast's rule inside the launch.
-inline Tensor cuda_binary_scalar([[maybe_unused]] kc::BinaryOp op, const Tensor& t, [[maybe_unused]] DType compute,
-                                 [[maybe_unused]] DType out_dtype, [[maybe_unused]] double s,
-                                 [[maybe_unused]] bool scalar_first) {
-#ifdef CTRAX_USE_CUDA
+inline Tensor cuda_binary_scalar(kc::BinaryOp op, const Tensor& t, DType compute,
+                                 DType out_dtype, double s,
+                                 bool scalar_first) {
   cuda_detail::use_device_of(t);
   Tensor out(t.shape(), out_dtype, t.device());
   kc::binary_scalar(op, cuda_detail::strided_arg(out), cuda_detail::element_type(out_dtype),
                     cuda_detail::strided_arg(t), cuda_detail::element_type(compute), s, scalar_first);
   return out;
-#else
-  CTRAX_CHECK(false, "cuda_binary_scalar: tensor on ", t.device(), " in a build without CUDA");
-  return {};
-#endif
 }
 
 // cond ? a : b broadcast to `shape`; a and b already of dtype `dtype`, cond bool.
-inline Tensor cuda_where(const Tensor& cond, [[maybe_unused]] const Tensor& a, [[maybe_unused]] const Tensor& b,
-                         [[maybe_unused]] const Shape& shape, [[maybe_unused]] DType dtype) {
-#ifdef CTRAX_USE_CUDA
+inline Tensor cuda_where(const Tensor& cond, const Tensor& a, const Tensor& b,
+                         const Shape& shape, DType dtype) {
   cuda_detail::use_device_of(cond);
   Tensor out(shape, dtype, cond.device());
   kc::where(cuda_detail::strided_arg(out), cuda_detail::element_type(dtype), cuda_detail::strided_arg(cond, shape),
             cuda_detail::strided_arg(a, shape), cuda_detail::strided_arg(b, shape));
   return out;
-#else
-  CTRAX_CHECK(false, "cuda_where: tensor on ", cond.device(), " in a build without CUDA");
-  return {};
-#endif
 }
 
 // True when the integer CUDA tensor t has a negative element (waits for the device).
 inline bool cuda_any_negative(const Tensor& t) {
-#ifdef CTRAX_USE_CUDA
   cuda_detail::use_device_of(t);
   return kc::any_negative(cuda_detail::strided_arg(t), cuda_detail::element_type(t.dtype()), t.device().index);
-#else
-  CTRAX_CHECK(false, "cuda_any_negative: tensor on ", t.device(), " in a build without CUDA");
-  return false;
-#endif
 }
 
 // A double converted to the stored type T as Tensor::to does: floating to integer truncates

@@ -67,24 +67,16 @@ Shape gather_source_strides(const Tensor& x, const Shape& out_shape, int axis) {
   return strides;
 }
 
-#ifdef CTRAX_USE_CUDA
 // Throws resolve_index's message for an index a kernel reported out of range.
 void throw_if_bad(const kernels::cuda::BadIndex& bad, int64_t n, int axis, const char* op) {
   if (!bad.found) return;
   resolve_index(bad.value, n, axis, op);
   CTRAX_CHECK(false, op, ": the GPU reported index ", bad.value, " out of range for size ", n, " but it is not");
 }
-#else
-// Unreachable: without the backend no tensor lives on a GPU.
-[[noreturn]] void no_cuda_backend(const Tensor& t, const char* op) {
-  CTRAX_THROW(op, ": a tensor on ", t.device(), " in a build without the CUDA backend");
-}
-#endif
 
 // gather_core on the GPU (x and index on one device): the same loop as one kernel, x viewed
 // at out_shape with stride 0 on `axis`, the kernel adding index * (x's real stride) there.
 Tensor gather_core_cuda(const Tensor& x, const Tensor& index, int axis, const Shape& out_shape, const char* op) {
-#ifdef CTRAX_USE_CUDA
   cuda_detail::use_device_of(x);
   Tensor out(out_shape, x.dtype(), x.device());
   kernels::cuda::StridedArg source = cuda_detail::strided_arg(x, out_shape);
@@ -95,10 +87,6 @@ Tensor gather_core_cuda(const Tensor& x, const Tensor& index, int axis, const Sh
       cuda_detail::strided_arg(index, out_shape), cuda_detail::element_type(index.dtype()), n, x.strides()[axis]);
   throw_if_bad(bad, n, axis, op);
   return out;
-#else
-  (void)index, (void)axis, (void)out_shape;
-  no_cuda_backend(x, op);
-#endif
 }
 
 // out[p] = x[p with its `axis` coordinate replaced by index[p]], where x (except on `axis`)
@@ -160,14 +148,10 @@ Tensor one_hot(const Tensor& indices, int64_t depth, DType dtype) {
   Tensor out = zeros(out_shape, dtype, indices.device());
   if (depth == 0) return out;
   if (indices.device().is_cuda()) {
-#ifdef CTRAX_USE_CUDA
     cuda_detail::use_device_of(indices);
     kernels::cuda::one_hot(out.device_data(), cuda_detail::element_type(dtype), cuda_detail::strided_arg(indices),
                            cuda_detail::element_type(indices.dtype()), depth);
     return out;
-#else
-    no_cuda_backend(indices, "one_hot");
-#endif
   }
   // One pass over the indices; the output operand steps one row (depth elements) per index
   // and the kernel writes the single 1 of that row.
@@ -316,7 +300,6 @@ Tensor scatter_add(const Tensor& x, int axis, const Tensor& index, const Tensor&
     const int64_t axis_stride = out.strides()[a] * static_cast<int64_t>(out.element_size());
     const Shape& loop_shape = index.shape();
     if (x.device().is_cuda()) {
-#ifdef CTRAX_USE_CUDA
       // out viewed at index's shape, stride 0 on the axis (the kernel adds index * axis stride).
       cuda_detail::use_device_of(out);
       kernels::cuda::StridedArg target;
@@ -331,9 +314,6 @@ Tensor scatter_add(const Tensor& x, int axis, const Tensor& index, const Tensor&
           cuda_detail::strided_arg(index, loop_shape), cuda_detail::element_type(index.dtype()), n, out.strides()[a]);
       throw_if_bad(bad, n, a, op);
       return out;
-#else
-      no_cuda_backend(x, op);
-#endif
     }
     detail::KernelScope scope;
     std::array<char*, 3> base{static_cast<char*>(out.raw_data()), static_cast<char*>(index.raw_data()),

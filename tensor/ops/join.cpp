@@ -249,7 +249,6 @@ Tensor flip(const Tensor& x, const std::vector<int>& axes) {
     Tensor out(x.shape(), x.dtype(), x.device());
     if (out.numel() == 0) return out;
     if (x.device().is_cuda()) {
-#ifdef CTRAX_USE_CUDA
       // x read backwards: start at the last element of each flipped axis and step by -stride
       // (strided_offset is plain signed arithmetic, so negative strides index correctly).
       kernels::cuda::StridedArg source = cuda_detail::strided_arg(x);
@@ -264,9 +263,6 @@ Tensor flip(const Tensor& x, const std::vector<int>& axes) {
       kernels::cuda::strided_copy(cuda_detail::strided_arg(out), cuda_detail::element_type(out.dtype()), source,
                                   cuda_detail::element_type(x.dtype()));
       return out;
-#else
-      CTRAX_THROW(op, ": a tensor on ", x.device(), " in a build without the CUDA backend");
-#endif
     }
     // Walk the output in row-major order. The source offset (in elements) of output index i
     // along a flipped axis of size n is (n - 1 - i) * stride, so the walk steps by -stride

@@ -19,9 +19,7 @@
 #include "../trace.h"
 #include "../../kernels/gemm.h"
 #include "../cuda_arg.h"
-#ifdef CTRAX_USE_CUDA
 #include "../../kernels/cuda/gemm.h"
-#endif
 #include "../ops.h"
 #include "reduce_util.h"
 
@@ -80,13 +78,9 @@ template <typename T>
 void gemm(bool on_gpu, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
           int64_t ldb, T* c, int64_t ldc) {
   if (on_gpu) {
-#ifdef CTRAX_USE_CUDA
     if constexpr (std::is_same_v<T, float>) kernels::cuda::sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
     else kernels::cuda::dgemm(ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
     return;
-#else
-    CTRAX_CHECK(false, "a GPU matmul in a build without CUDA");
-#endif
   }
   if constexpr (std::is_same_v<T, float>) kernels::sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
   else kernels::dgemm(ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);

@@ -229,7 +229,6 @@ Tensor reduce_into(const Tensor& x, const ReducePlan& plan, DType out_dtype, con
 // never reached.
 using kernels::cuda::ReduceOp;
 Tensor cuda_reduce(const Tensor& x, const ReducePlan& plan, ReduceOp op, DType out_dtype, int64_t correction = 0) {
-#ifdef CTRAX_USE_CUDA
   cuda_detail::use_device_of(x);
   Tensor out(plan.out_shape, out_dtype, x.device());
   if (plan.layout.n_out == 0) return out;
@@ -237,10 +236,6 @@ Tensor cuda_reduce(const Tensor& x, const ReducePlan& plan, ReduceOp op, DType o
   kernels::cuda::reduce_rows(op, rows.device_data(), cuda_detail::element_type(x.dtype()), out.device_data(),
                              cuda_detail::element_type(out_dtype), plan.layout.n_out, plan.layout.n_red, correction);
   return out;
-#else
-  (void)plan, (void)op, (void)out_dtype, (void)correction;
-  CTRAX_THROW("reduction: a tensor on ", x.device(), " in a build without the CUDA backend");
-#endif
 }
 
 // mean/var/max/min/argmax/logsumexp have no value on an empty set.

@@ -90,14 +90,10 @@ Tensor scan(const Tensor& x, int axis_in, bool reverse, double discount, DType d
   for (int d = 0; d < axis; ++d) outer *= x.shape()[d];
   for (int d = axis + 1; d < x.rank(); ++d) inner *= x.shape()[d];
   if (x.device().is_cuda()) {
-#ifdef CTRAX_USE_CUDA
     cuda_detail::use_device_of(x);
     kernels::cuda::scan_lines(src.device_data(), out.device_data(), cuda_detail::element_type(dtype), outer,
                               x.shape()[axis], inner, reverse, kDiscounted, discount);
     return out;
-#else
-    CTRAX_THROW(op, ": a tensor on ", x.device(), " in a build without the CUDA backend");
-#endif
   }
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);

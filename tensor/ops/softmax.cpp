@@ -32,9 +32,7 @@
 #include "../trace.h"
 #include "../../kernels/cuda/backend.h"
 #include "../../kernels/cuda/softmax.h"
-#ifdef CTRAX_USE_CUDNN
 #include "../../kernels/cuda/cudnn.h"
-#endif
 #include "../../kernels/parallel.h"
 #include "../cuda_arg.h"
 #include "../ops.h"
@@ -108,7 +106,6 @@ void softmax_block(const T* x, T* y, int64_t n, int64_t inner, std::vector<T>& m
 // The GPU path, after softmax_impl's checks. Without the CUDA backend no tensor lives on a
 // GPU, so it is never reached.
 Tensor cuda_softmax(const Tensor& x, int axis, DType dtype, bool log) {
-#ifdef CTRAX_USE_CUDA
   cuda_detail::use_device_of(x);
   std::vector<int> perm, inverse(static_cast<size_t>(x.rank()));
   for (int d = 0; d < x.rank(); ++d)
@@ -119,7 +116,6 @@ Tensor cuda_softmax(const Tensor& x, int axis, DType dtype, bool log) {
   Tensor y(src.shape(), dtype, x.device());
   const int64_t n = x.shape()[axis];
   if (y.numel() > 0) {
-#ifdef CTRAX_USE_CUDNN
     // cuDNN describes the rows with int sizes; beyond them the hand-written kernel runs.
     if (kernels::cuda::backend(kernels::cuda::CudaOp::softmax) == kernels::cuda::CudaBackend::cudnn &&
         y.numel() <= INT_MAX) {
@@ -127,14 +123,9 @@ Tensor cuda_softmax(const Tensor& x, int axis, DType dtype, bool log) {
                                         y.numel() / n, n, log);
       return y.permute(inverse).contiguous();
     }
-#endif
     kernels::cuda::softmax_rows(src.device_data(), y.device_data(), cuda_detail::element_type(dtype), y.numel() / n, n, log);
   }
   return y.permute(inverse).contiguous();
-#else
-  (void)axis, (void)dtype, (void)log;
-  CTRAX_THROW("softmax: a tensor on ", x.device(), " in a build without the CUDA backend");
-#endif
 }
 
 template <bool kLog>

@@ -71,7 +71,6 @@ struct SortResult {
 // and made contiguous is sorted row by row, and the results are moved back to out_shape's layout.
 SortResult sort_lines_cuda(const Tensor& xc, int a, int64_t k, bool descending, bool want_values, bool want_indices,
                            const Shape& out_shape, const char* op) {
-#ifdef CTRAX_USE_CUDA
   cuda_detail::use_device_of(xc);
   const int rank = xc.rank();
   std::vector<int> to_last, back(static_cast<size_t>(rank));
@@ -94,10 +93,6 @@ SortResult sort_lines_cuda(const Tensor& xc, int a, int64_t k, bool descending, 
   if (want_values) result.values = values.permute(back).contiguous().reshape(out_shape);
   if (want_indices) result.indices = indices.permute(back).contiguous().reshape(out_shape);
   return result;
-#else
-  (void)xc, (void)a, (void)k, (void)descending, (void)want_values, (void)want_indices, (void)out_shape;
-  CTRAX_THROW(op, ": a tensor on ", xc.device(), " in a build without the CUDA backend");
-#endif
 }
 
 // Orders every line of x along `axis` and keeps the first k of each (k = n for a full sort).

@@ -22,13 +22,11 @@
 #include "../ops.h"
 #include "../trace.h"
 #include "elementwise_util.h"
-#ifdef CTRAX_USE_CUDNN
 #include <climits>
 
 #include "../../kernels/cuda/backend.h"
 #include "../../kernels/cuda/cudnn.h"
 #include "../cuda_arg.h"
-#endif
 
 namespace ctrax {
 
@@ -41,7 +39,6 @@ namespace kc = kernels::cuda;
 
 constexpr int kernel_id(UnaryKernel k) { return static_cast<int>(k); }
 
-#ifdef CTRAX_USE_CUDNN
 // cuDNN's activation when it is selected and the layout fits (a non-empty contiguous float
 // tensor on a GPU, within cuDNN's int sizes); otherwise an undefined tensor, and the caller
 // runs the hand-written path (which also does the checks and dtype rules for every other input).
@@ -54,7 +51,6 @@ Tensor cudnn_activation_if_selected(const Tensor& x, kc::CudnnActivation activat
   kc::cudnn_activation(activation, x.device_data(), y.device_data(), cuda_detail::element_type(x.dtype()), x.numel());
   return y;
 }
-#endif
 
 // Real-valued op: computes in float32 (or float64 for float64 input).
 template <int Kernel = kNoKernel, typename F>
@@ -174,9 +170,7 @@ Tensor square(const Tensor& x) {
 
 Tensor relu(const Tensor& x) {
   return traced_op(OpId::relu, {&x}, [&] {
-#ifdef CTRAX_USE_CUDNN
     if (Tensor y = cudnn_activation_if_selected(x, kc::CudnnActivation::relu); y.defined()) return y;
-#endif
     return arithmetic_unary<kernel_id(UnaryKernel::relu)>(x, "relu", kc::UnaryOp::relu, [](auto v) {
       using T = decltype(v);
       return v <= T(0) ? T(0) : v;  // kernels::unary_value<relu> for floats: +0 for -0, NaN kept
@@ -216,18 +210,14 @@ Tensor exp(const Tensor& x) {
 }
 Tensor tanh(const Tensor& x) {
   return traced_op(OpId::tanh, {&x}, [&] {
-#ifdef CTRAX_USE_CUDNN
     if (Tensor y = cudnn_activation_if_selected(x, kc::CudnnActivation::tanh); y.defined()) return y;
-#endif
     return real_unary<kernel_id(UnaryKernel::tanh)>(x, "tanh",
                                                     kc::UnaryOp::tanh, [](auto v) { return kernels::unary_value<UnaryKernel::tanh>(v); });
   });
 }
 Tensor sigmoid(const Tensor& x) {
   return traced_op(OpId::sigmoid, {&x}, [&] {
-#ifdef CTRAX_USE_CUDNN
     if (Tensor y = cudnn_activation_if_selected(x, kc::CudnnActivation::sigmoid); y.defined()) return y;
-#endif
     return real_unary<kernel_id(UnaryKernel::sigmoid)>(
         x, "sigmoid", kc::UnaryOp::sigmoid, [](auto v) { return kernels::unary_value<UnaryKernel::sigmoid>(v); });
   });

@@ -1,5 +1,7 @@
 # ctest driver (cmake -P): configure CONSUMER_SOURCE_DIR from scratch in CONSUMER_BINARY_DIR with
-# the initial cache CONSUMER_CACHE, build it, and run the `consumer` program it makes.
+# the initial cache CONSUMER_CACHE, build it, and run the `consumer` program it makes: `ldd`
+# must show no CUDA library in it. When the build also made `consumer_gpu` (the cuda component),
+# ldd must show the CUDA module in that one, and it runs too.
 # Inputs: CONSUMER_SOURCE_DIR CONSUMER_BINARY_DIR CONSUMER_CACHE CONSUMER_CONFIG CONSUMER_GENERATOR
 #         [CONSUMER_GENERATOR_PLATFORM CONSUMER_GENERATOR_TOOLSET CONSUMER_MAKE_PROGRAM]
 cmake_minimum_required(VERSION 3.25)
@@ -51,4 +53,32 @@ endforeach()
 if(NOT _exe)
   message(FATAL_ERROR "consumer: the build made no `consumer` program in ${CONSUMER_BINARY_DIR}")
 endif()
+# ldd lists what the loader maps at start: a CPU program must need no CUDA library.
+find_program(_ldd ldd)
+function(needed_libraries exe out)
+  execute_process(COMMAND "${_ldd}" "${exe}" OUTPUT_VARIABLE _libs RESULT_VARIABLE _rc)
+  if(NOT _rc EQUAL 0)
+    message(FATAL_ERROR "consumer: ldd ${exe} failed (${_rc})")
+  endif()
+  set(${out} "${_libs}" PARENT_SCOPE)
+endfunction()
+set(_cuda_regex "libctrax_cuda|libcudart|libcublas|libcudnn|libcuda\\.so")
+if(_ldd)
+  needed_libraries("${_exe}" _libs)
+  if(_libs MATCHES "${_cuda_regex}")
+    message(FATAL_ERROR "consumer: the CPU program needs CUDA libraries:\n${_libs}")
+  endif()
+  message(STATUS "consumer: ldd shows no CUDA library in ${_exe}")
+endif()
 run_step(run "${_exe}")
+
+get_filename_component(_exe_dir "${_exe}" DIRECTORY)
+if(EXISTS "${_exe_dir}/consumer_gpu")
+  if(_ldd)
+    needed_libraries("${_exe_dir}/consumer_gpu" _libs)
+    if(NOT _libs MATCHES "libctrax_cuda")
+      message(FATAL_ERROR "consumer: consumer_gpu links ctrax::cuda but does not need libctrax_cuda:\n${_libs}")
+    endif()
+  endif()
+  run_step(run "${_exe_dir}/consumer_gpu")
+endif()

@@ -1,5 +1,6 @@
 # ctest driver (cmake -P): compile SOURCE with `pkg-config --cflags --libs ctrax` from the
-# installed PREFIX and run it. Prints CTRAX_TEST_SKIPPED (ctest then reports a skip) when there
+# installed PREFIX and run it; with ctrax-cuda.pc installed (a CUDA build), the same for
+# consumer_gpu_main.cpp with `pkg-config --cflags --libs ctrax-cuda`. Prints CTRAX_TEST_SKIPPED (ctest then reports a skip) when there
 # is no pkg-config. Inputs: PKG_CONFIG PREFIX LIBDIR CXX CXX_FLAGS STD_FLAG SOURCE WORK_DIR
 # EXPECTED_VERSION SOURCE_DIR.
 cmake_minimum_required(VERSION 3.25)
@@ -54,4 +55,26 @@ set(ENV{LD_LIBRARY_PATH} "${_libdir}:$ENV{LD_LIBRARY_PATH}")
 execute_process(COMMAND "${_exe}" RESULT_VARIABLE _rc)
 if(NOT _rc EQUAL 0)
   message(FATAL_ERROR "pkg-config: the consumer failed (${_rc})")
+endif()
+
+# The CUDA component, when installed: the program must have the CUDA module from its start.
+if(EXISTS "${_libdir}/pkgconfig/ctrax-cuda.pc")
+  execute_process(COMMAND "${PKG_CONFIG}" --print-errors --cflags --libs ctrax-cuda
+                  RESULT_VARIABLE _rc OUTPUT_VARIABLE _gpu_flags OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT _rc EQUAL 0)
+    message(FATAL_ERROR "pkg-config: `pkg-config --cflags --libs ctrax-cuda` failed (${_rc})")
+  endif()
+  message(STATUS "pkg-config --cflags --libs ctrax-cuda: ${_gpu_flags}")
+  separate_arguments(_gpu_flags UNIX_COMMAND "${_gpu_flags}")
+  get_filename_component(_gpu_source "${SOURCE}" DIRECTORY)
+  set(_gpu_exe "${WORK_DIR}/consumer_gpu")
+  execute_process(COMMAND "${CXX}" ${_cxx_flags} ${STD_FLAG} "${_gpu_source}/consumer_gpu_main.cpp" -o "${_gpu_exe}"
+                          ${_gpu_flags} RESULT_VARIABLE _rc)
+  if(NOT _rc EQUAL 0)
+    message(FATAL_ERROR "pkg-config: compiling consumer_gpu failed (${_rc})")
+  endif()
+  execute_process(COMMAND "${_gpu_exe}" RESULT_VARIABLE _rc)
+  if(NOT _rc EQUAL 0)
+    message(FATAL_ERROR "pkg-config: consumer_gpu failed (${_rc})")
+  endif()
 endif()
