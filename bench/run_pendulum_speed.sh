@@ -4,7 +4,9 @@
 # yourself, e.g. RLtools' Pendulum PPO example, all interleaved over ROUNDS rounds. Writes
 # bench/results/pendulum_speed.md with the medians of wall time and peak memory. Builds nothing;
 # the other program is run as given, with OpenBLAS held to one thread and its kernel reported;
-# its "Final return: X" line is its result. OTHER_LABEL names it in the table.
+# its "Final return: X" line is its result. OTHER_LABEL names it in the table. Peak memory is
+# measured twice for ctrax: the whole process tree (/usr/bin/time, which counts gnuplot drawing
+# the learning curve at the end) and ctrax's own process (its summary line, getrusage).
 # Usage: [OTHER_LABEL=...] bench/run_pendulum_speed.sh [path/to/ctrax] [rounds] [other program...]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -22,7 +24,7 @@ run_ctrax() {  # name, extra --set flags...
   local dir="$work/run_${name}_$r"
   /usr/bin/time -f "%e %M" -o "$work/time_${name}_$r" "$ctrax" train "$config" --threads 1 --output-dir "$dir" \
     --set target_eval_return=1e9 "$@" > "$work/out_${name}_$r" 2>&1
-  grep -o 'final: mean [-0-9.]*' "$work/out_${name}_$r" | head -1 > "$work/result_${name}_$r" || true
+  grep -o 'peak memory [0-9.]*' "$work/out_${name}_$r" | awk '{print $3}' > "$work/own_${name}_$r" || true
   grep -o '"confirm/return_mean": [-0-9.e]*' "$dir/metrics.jsonl" | tail -1 | awk '{print $2}' > "$work/result_${name}_$r"
 }
 for ((r = 0; r < rounds; ++r)); do
@@ -55,16 +57,20 @@ lines = ["# PPO on Pendulum-v1, RLtools' configuration: the whole run", "",
          "Written by `bench/run_pendulum_speed.sh`: configs/ppo_pendulum_rltools.toml, 300k environment steps (74 epochs",
          "of 4 x 1024), one thread, no early stop (the final epoch is confirmed on 100 greedy episodes). Wall time of",
          "the whole process (`/usr/bin/time`), including ctrax's checkpoints, its final confirmation and its",
-         "learning-curve plot; peak resident memory in MiB.", "",
+         "learning-curve plot; peak resident memory of the process tree (`/usr/bin/time`: gnuplot, which draws the",
+         "learning curve in a process of its own, counts) and of ctrax's own process (getrusage, in its summary line).", "",
          f"- CPU: {cpu}; ctrax threads: 1", f"- load average before: {before}; after: {after}",
          f"- medians of {rounds} interleaved rounds" + (f"; the other program's OpenBLAS kernel: {core}" if core else ""), "",
-         "| run | wall time | peak memory | final 100-episode return (median) |", "|---|---|---|---|"]
+         "| run | wall time | peak memory, process tree | peak memory, ctrax's own process | final 100-episode return (median) |",
+         "|---|---|---|---|---|"]
 for name, label in names:
     t = read("time", name)
     res = [v[0] for v in read("result", name)]
     if not t:
         continue
+    own = [v[0] for v in read("own", name)]
     lines.append(f"| {label} | {statistics.median(x[0] for x in t):.2f} s | {statistics.median(x[1] for x in t) / 1024:.0f} MiB | "
+                 + (f"{statistics.median(own):.1f} MiB" if own else "-") + " | "
                  + (f"{statistics.median(res):.1f}" if res else "-") + " |")
 lines += ["", "Where the two configurations differ (RLtools' example in src/rl/environments/pendulum/ppo/cpu/config.h against",
           "configs/ppo_pendulum_rltools.toml): gamma 0.9 against 0.95; initial action std 2.0 against 1.0; RLtools",

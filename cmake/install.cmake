@@ -21,49 +21,6 @@ mark_as_advanced(CTRAX_INSTALL_CMAKEDIR)
 get_target_property(_ctrax_type ctrax TYPE)
 
 # ---------------------------------------------------------------------------------------------
-# OpenBLAS as a link dependency of the *installed* static library.
-#
-# The top-level file links OpenBLAS PRIVATEly by absolute path (what find_library found on the
-# build machine). For a shared libctrax that stays inside the .so; for a static libctrax CMake
-# turns it into $<LINK_ONLY:/abs/path/libopenblas.so> in the exported interface, so every
-# consumer would link that exact file, and a machine without it fails with an unhelpful
-# "No rule to make target .../libopenblas.so". Instead, the exported interface names an
-# imported target ctrax::openblas that ctraxConfig.cmake creates with find_library (hinted
-# with the build machine's directory, so on Debian it finds the same, stable, alternatives-managed
-# /usr/lib/<multiarch>/libopenblas.so) and, when OpenBLAS is missing, reports the package to
-# install instead of failing at link time. The build tree and add_subdirectory users keep the
-# absolute path (BUILD_INTERFACE).
-# ---------------------------------------------------------------------------------------------
-set(CTRAX_CONFIG_OPENBLAS OFF)
-set(CTRAX_CONFIG_OPENBLAS_HINT "")
-if(CTRAX_OPENBLAS AND _ctrax_type STREQUAL "STATIC_LIBRARY" AND CTRAX_OPENBLAS_LIBRARY)
-  get_target_property(_ctrax_iface ctrax INTERFACE_LINK_LIBRARIES)
-  if(_ctrax_iface)
-    set(_ctrax_new_iface "")
-    set(_ctrax_replaced OFF)
-    foreach(_item IN LISTS _ctrax_iface)
-      if(_item STREQUAL "$<LINK_ONLY:${CTRAX_OPENBLAS_LIBRARY}>" OR _item STREQUAL "${CTRAX_OPENBLAS_LIBRARY}")
-        list(APPEND _ctrax_new_iface
-             "$<BUILD_INTERFACE:$<LINK_ONLY:${CTRAX_OPENBLAS_LIBRARY}>>"
-             "$<INSTALL_INTERFACE:$<LINK_ONLY:ctrax::openblas>>")
-        set(_ctrax_replaced ON)
-      else()
-        list(APPEND _ctrax_new_iface "${_item}")
-      endif()
-    endforeach()
-    if(_ctrax_replaced)
-      set_property(TARGET ctrax PROPERTY INTERFACE_LINK_LIBRARIES "${_ctrax_new_iface}")
-      set(CTRAX_CONFIG_OPENBLAS ON)
-      get_filename_component(CTRAX_CONFIG_OPENBLAS_HINT "${CTRAX_OPENBLAS_LIBRARY}" DIRECTORY)
-    else()
-      message(WARNING "ctrax install: OpenBLAS (${CTRAX_OPENBLAS_LIBRARY}) was not found in the link "
-                      "interface of the static ctrax library in the expected form; the installed "
-                      "package may not link it for consumers.")
-    endif()
-  endif()
-endif()
-
-# ---------------------------------------------------------------------------------------------
 # Library and headers
 # ---------------------------------------------------------------------------------------------
 install(TARGETS ctrax EXPORT ctraxTargets
@@ -130,14 +87,7 @@ install(FILES ${PROJECT_BINARY_DIR}/cmake/ctraxConfig.cmake ${PROJECT_BINARY_DIR
 # ---------------------------------------------------------------------------------------------
 set(_pc_cflags "")
 set(_pc_deps "")
-if(CTRAX_OPENBLAS)
-  # (CTRAX_USE_OPENBLAS is private to ctrax's own sources.)
-  get_filename_component(_openblas_dir "${CTRAX_OPENBLAS_LIBRARY}" DIRECTORY)
-  if(NOT _openblas_dir IN_LIST CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES)
-    string(APPEND _pc_deps " -L${_openblas_dir}")
-  endif()
-  string(APPEND _pc_deps " -lopenblas")
-endif()
+# (OpenBLAS is not linked: ctrax opens it when the openblas GEMM backend is first asked for.)
 # dlopen, for the CUDA module's loader (part of libc since glibc 2.34; -ldl still links there).
 if(CMAKE_DL_LIBS)
   string(APPEND _pc_deps " -l${CMAKE_DL_LIBS}")
@@ -189,12 +139,8 @@ if(TARGET ctrax_cuda)
 endif()
 
 unset(_ctrax_type)
-unset(_ctrax_iface)
-unset(_ctrax_new_iface)
-unset(_ctrax_replaced)
 unset(_pc_cflags)
 unset(_pc_deps)
 unset(_pc_sanitize)
 unset(_kind)
 unset(_folder)
-unset(_openblas_dir)

@@ -1,12 +1,33 @@
 // RolloutBuffer: see rollout_buffer.h.
 #include "rollout_buffer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "../kernels/check.h"
 #include "../tensor/ops.h"
 
 namespace ctrax {
+
+namespace {
+
+// The value network over the [K, L + 1] grid, a few pieces at a time: the activations of a
+// whole epoch's grid (4096 rows x 64 units is 1 MiB a layer) were the peak of a run's memory.
+// Each piece's rows are computed as in one call (row-independent networks), so V is the same.
+constexpr int64_t kValueChunkRows = 1024;
+
+Tensor chunked_values(const Tensor& observations, const std::function<Tensor(const Tensor&)>& values) {
+  const int64_t k = observations.shape()[0], columns = observations.shape()[1];
+  const int64_t pieces_per_chunk = std::max<int64_t>(1, kValueChunkRows / std::max<int64_t>(1, columns));
+  if (pieces_per_chunk >= k) return values(observations).to(DType::float32).contiguous();
+  std::vector<Tensor> parts;
+  for (int64_t start = 0; start < k; start += pieces_per_chunk)
+    parts.push_back(values(observations.slice(0, start, std::min(k, start + pieces_per_chunk)).contiguous())
+                        .to(DType::float32));
+  return concatenate(parts, 0).contiguous();
+}
+
+}  // namespace
 
 RolloutBuffer::RolloutBuffer(const std::vector<Trajectory>& pieces, const std::function<Tensor(const Tensor&)>& values,
                              const AdvantageEstimator& estimator, double gamma) {
@@ -15,7 +36,7 @@ RolloutBuffer::RolloutBuffer(const std::vector<Trajectory>& pieces, const std::f
   for (const Trajectory& t : pieces) slices.push_back(TrajectorySlice{&t, 0, t.length() + 1, 1});
   const TimeStepBatch b = stack_slices(slices, std::nullopt, /*pad_to_power_of_two=*/false);  // [K, L + 1]
   const Tensor observations = b.observation.to(DType::float32);
-  const Tensor v = values(observations).to(DType::float32).contiguous();  // [K, L + 1]
+  const Tensor v = chunked_values(observations, values);  // [K, L + 1]
   CTRAX_REQUIRE(v.shape() == b.reward.shape(), "RolloutBuffer: the value function gave ", to_string(v.shape()),
                 " for observations ", to_string(observations.shape()), "; expected ", to_string(b.reward.shape()));
   const Tensor a = estimator(AdvantageInputs{b.reward, b.return_, v, b.done, b.mask, b.discount_mask}, gamma, 1);

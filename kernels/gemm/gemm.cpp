@@ -26,7 +26,8 @@ GemmBackend backend_from_environment() {
   if (env == nullptr || *env == '\0') return GemmBackend::native;
   const GemmBackend backend = parse_gemm_backend(env);
   CTRAX_REQUIRE(backend != GemmBackend::openblas || openblas_available(),
-                "CTRAX_GEMM_BACKEND=openblas, but ctrax was built without OpenBLAS (CTRAX_OPENBLAS=OFF)");
+                "CTRAX_GEMM_BACKEND=openblas, but the openblas backend is not available: ",
+                openblas_backend::unavailable_reason());
   return backend;
 }
 
@@ -114,8 +115,7 @@ void dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double a
 
 void set_gemm_backend(GemmBackend backend) {
   CTRAX_REQUIRE(backend != GemmBackend::openblas || openblas_available(),
-                "set_gemm_backend: the openblas backend is not available (ctrax was built without "
-                "CTRAX_OPENBLAS)");
+                "set_gemm_backend: the openblas backend is not available: ", openblas_backend::unavailable_reason());
   g_backend.store(static_cast<int>(backend), std::memory_order_release);
 }
 

@@ -1,7 +1,10 @@
 // The OpenBLAS GEMM backend: a thin wrapper over cblas_?gemm (row-major).
 //
-// Built meaningfully only with CTRAX_USE_OPENBLAS (the root CMake defines it and links
-// OpenBLAS). Without it available() is false and the gemm entry points throw ctrax::Error.
+// Built meaningfully only with CTRAX_USE_OPENBLAS (the root CMake defines it for this file and
+// finds cblas.h). OpenBLAS is not linked: the first question (available(), a GEMM) opens it
+// with dlopen, so programs that keep the native GEMM never load it. Without it, or when it does
+// not load, available() is false, unavailable_reason() says why and the gemm entry points
+// throw ctrax::Error.
 // OpenBLAS's own thread count follows ctrax's num_threads(), so "2 threads" means the same
 // thing for both backends in benchmarks.
 // What it is not for: BLAS routines other than ?gemm, or choosing the backend (kernels/gemm.h,
@@ -14,6 +17,7 @@
 namespace ctrax::kernels::openblas_backend {
 
 bool available();
+std::string unavailable_reason();
 std::string corename();  // openblas_get_corename(), "none" without OpenBLAS
 std::string config();    // openblas_get_config(), e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH ...", or "none"
 

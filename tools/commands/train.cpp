@@ -11,6 +11,7 @@
 // be resumed on another device.
 // Ctrl-C (SIGINT) or SIGTERM stops after the current epoch, whose checkpoint is saved; a second
 // Ctrl-C kills at once (the last epoch's checkpoint is still intact: checkpoints are atomic).
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -73,6 +74,14 @@ std::string outcome(const Agent& agent, const RunConfig& config) {
   if (best && (!last || best->epoch != last->epoch))
     text << "; best confirmed: epoch " << best->epoch << ", " << describe(best->summary) << " (ctrax eval --checkpoint best)";
   return text.str();
+}
+
+// This process's peak resident memory (getrusage; gnuplot, which draws the learning curve in a
+// process of its own, is not counted).
+double peak_resident_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
 // Runs until the agent is done (solved, its epochs or its step budget reached) or a stop is
@@ -150,7 +159,7 @@ int train_until_done(const RunConfig& config, const fs::path& dir, bool rewrite_
   summary.precision(1);
   summary << std::fixed << config.algorithm << " on " << config.env << ": epoch " << agent->epoch() << ", "
           << task->n_interactions() << " environment steps (the initial random ones included), " << seconds
-          << " s\n"
+          << " s, peak memory " << peak_resident_mib() << " MiB\n"
           << outcome(*agent, config);
   std::printf("%s\noutputs in %s (metrics.csv, metrics.jsonl, TensorBoard events, checkpoints%s%s)\n",
               summary.str().c_str(), dir.c_str(), agent->best_confirmation() ? ", checkpoints/best" : "",
