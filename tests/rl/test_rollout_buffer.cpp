@@ -56,6 +56,31 @@ TEST_CASE("RolloutBuffer: rows are the pieces' steps with GAE advantages and V +
   CHECK_THROWS_WITH_AS(RolloutBuffer({}, values, gae(lambda), gamma), doctest::Contains("holds no trajectory"), Error);
 }
 
+TEST_CASE("RolloutBuffer: a large collection's values are computed a few pieces at a time, with the same V") {
+  const double gamma = 0.9;
+  // 40 pieces of 60 steps: a [40, 61] grid of 2440 rows, more than one value call takes.
+  std::vector<Trajectory> pieces;
+  for (int i = 0; i < 40; ++i) pieces.push_back(hand_trajectory(60, i % 3 == 0, false, gamma));
+  std::vector<int64_t> rows_per_call;
+  const auto values = [&](const Tensor& obs) {
+    rows_per_call.push_back(obs.shape()[0] * obs.shape()[1]);
+    return (obs.slice(2, 0, 1).squeeze(-1) * 10.0).contiguous();  // V(o_t) = t, row by row
+  };
+  const RolloutBuffer buffer(pieces, values, gae(0.95), gamma);
+  REQUIRE(buffer.size() == 40 * 60);
+  CHECK(rows_per_call.size() > 1);
+  CHECK(*std::max_element(rows_per_call.begin(), rows_per_call.end()) <= 1024);
+  int64_t total = 0;
+  for (int64_t r : rows_per_call) total += r;
+  CHECK(total == 40 * 61);
+  // Every piece's rows got V of their own observations: 0, 1, ..., 59 piece after piece.
+  const std::vector<double> old = buffer.old_values().to_vector<double>();
+  for (size_t i = 0; i < old.size(); ++i) {
+    CAPTURE(i);
+    CHECK(old[i] == doctest::Approx(static_cast<double>(i % 60)));
+  }
+}
+
 TEST_CASE("RolloutBuffer: each pass's minibatches cover every row exactly once, in a seeded order") {
   const std::vector<Tensor> mb = RolloutBuffer::minibatch_indices(10, 4, Key(3));
   REQUIRE(mb.size() == 3);
