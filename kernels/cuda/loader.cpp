@@ -24,9 +24,9 @@ struct Loaded {
   std::string reason;  // why there is no table
 };
 
-// Where the module may be, in order. The build passes its own locations (private definitions:
-// the build tree's file and the installed one); a module already linked into the program is
-// found by its soname before anything is opened.
+// Where the module may be, in the order tried (after a module the program linked, which load()
+// finds by its soname). The build passes its own locations as private definitions: the
+// installed file and the build tree's.
 std::vector<std::string> candidate_paths() {
   std::vector<std::string> paths;
   if (const char* explicit_path = std::getenv("CTRAX_CUDA_MODULE"); explicit_path && *explicit_path)
@@ -132,9 +132,14 @@ std::atomic<bool>& load_attempted() {
   return attempted;
 }
 
+const Loaded& load_on_first_use() {
+  std::atomic<bool>& attempted = load_attempted();
+  if (!attempted.load(std::memory_order_relaxed)) attempted.store(true, std::memory_order_relaxed);
+  return loaded();
+}
+
 const ModuleTable& module() {
-  load_attempted() = true;
-  const Loaded& l = loaded();
+  const Loaded& l = load_on_first_use();
   CTRAX_REQUIRE(l.table != nullptr, "no CUDA backend: ", l.reason);
   return *l.table;
 }
@@ -155,20 +160,17 @@ bool module_loaded() {
 std::string module_path() { return load_attempted() && loaded().table ? loaded().path : std::string(); }
 
 bool available() {
-  load_attempted() = true;
-  const Loaded& l = loaded();
+  const Loaded& l = load_on_first_use();
   return l.table != nullptr && l.table->available();
 }
 
 std::string unavailable_reason() {
-  load_attempted() = true;
-  const Loaded& l = loaded();
+  const Loaded& l = load_on_first_use();
   return l.table == nullptr ? l.reason : l.table->unavailable_reason();
 }
 
 int device_count() {
-  load_attempted() = true;
-  const Loaded& l = loaded();
+  const Loaded& l = load_on_first_use();
   return l.table == nullptr ? 0 : l.table->device_count();
 }
 
@@ -177,8 +179,7 @@ void release_cached_memory() {
 }
 
 bool cudnn_built_in() {
-  load_attempted() = true;
-  const Loaded& l = loaded();
+  const Loaded& l = load_on_first_use();
   return l.table != nullptr && l.table->cudnn_built_in;
 }
 
