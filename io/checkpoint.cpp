@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -86,12 +87,15 @@ void remove_file(const std::filesystem::path& path) {
 std::pair<uint64_t, uint64_t> size_and_checksum(const std::filesystem::path& path) {
   uint64_t size = 0;
   const detail::UniqueFd fd = detail::open_for_reading(path, size);
-  std::vector<char> buffer(size_t{1} << 20);
+  // At most 1 MiB at a time, and not zeroed first: pread fills what is hashed (a checkpoint's
+  // save spent a fifth of its instructions clearing a 1 MiB buffer for a 400 KB file).
+  const size_t capacity = static_cast<size_t>(std::min<uint64_t>(size, uint64_t{1} << 20));
+  const std::unique_ptr<char[]> buffer = std::make_unique_for_overwrite<char[]>(std::max<size_t>(capacity, 1));
   uint64_t hash = 0xcbf29ce484222325ULL;  // fnv1a64's default seed
   for (uint64_t offset = 0; offset < size;) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(buffer.size(), size - offset));
-    detail::pread_exact(fd.get(), buffer.data(), n, offset, path);
-    hash = fnv1a64(buffer.data(), n, hash);
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(capacity, size - offset));
+    detail::pread_exact(fd.get(), buffer.get(), n, offset, path);
+    hash = fnv1a64(buffer.get(), n, hash);
     offset += n;
   }
   return {size, hash};
