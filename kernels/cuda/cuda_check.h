@@ -8,7 +8,7 @@
 // kernel image for this GPU) at once. Errors inside a running kernel surface at the next
 // synchronising call, which is checked too.
 //
-// What it is not for: CPU builds (ctrax never includes it without CTRAX_USE_CUDA).
+// What it is not for: the core library (only the CUDA module, libctrax_cuda.so, includes it).
 #pragma once
 
 #include <cuda_runtime.h>

@@ -37,7 +37,7 @@ inline void require_defined_input(const Tensor& t, const char* op, const char* r
   CTRAX_REQUIRE(t.defined(), op, ": operand ", role, " is an undefined (default-constructed) tensor");
 }
 
-// Throws unless `t` is on `device` (the first operand's); a no-op in CPU-only builds, where
+// Throws unless `t` is on `device` (the first operand's); never throws without the CUDA module, where
 // every tensor is on the cpu.
 inline void require_same_device(const char* op, Device device, const Tensor& t, const char* role) {
   CTRAX_REQUIRE(t.device() == device, op, ": operand ", role, " is on ", t.device(), " but the others are on ",
