@@ -103,7 +103,7 @@ CompileOptions step_compile_options(bool enabled) {
 
 Trainer::Trainer(TrainerOptions options)
     : options_(std::move(options)),
-      compiled_step_([this](const std::vector<Tensor>& in) { return loss_and_gradients(in); },
+      compiled_step_([this](const std::vector<Tensor>& in, Key key) { return loss_and_gradients(in, key); },
                      step_compile_options(options_.compile)) {
   validate_and_init();
 }
@@ -260,7 +260,7 @@ Metrics Trainer::metrics_of(const Stack& outputs, const Split& split, Mode mode)
 
 Metrics Trainer::train_step(bool with_metrics) { return train_step(options_.train_stream(step_), with_metrics); }
 
-std::vector<Tensor> Trainer::loss_and_gradients(const std::vector<Tensor>& batch_and_state) {
+std::vector<Tensor> Trainer::loss_and_gradients(const std::vector<Tensor>& batch_and_state, Key step_key) {
   const size_t n_state = state_.num_leaves();
   const size_t n_batch = batch_and_state.size() - n_state;
   const Split s = split_batch(Batch(batch_and_state.begin(), batch_and_state.begin() + static_cast<std::ptrdiff_t>(n_batch)),
@@ -268,7 +268,6 @@ std::vector<Tensor> Trainer::loss_and_gradients(const std::vector<Tensor>& batch
   const Tree state = state_.with_leaves(std::span<const Tensor>(batch_and_state).subspan(n_batch));
   const Layer& model = *options_.model;
   const Layer& loss_layer = *options_.loss;
-  const Key step_key = step_key_;
   // Aux carries the model's outputs (for the metrics) and its new state, undifferentiated.
   auto loss_fn = [&](const Tree& w) {
     LayerResult r = model.apply(s.inputs, w, state, step_key, Mode::train);
@@ -297,10 +296,10 @@ Metrics Trainer::train_step(const Batch& batch, bool with_metrics) {
   const double learning_rate = scheduled * lr_factor_;
   const std::pair<Key, Key> keys = split(rng_);
   const Key next_rng = keys.first;
-  step_key_ = keys.second;
   std::vector<Tensor> batch_and_state(batch.begin(), batch.end());
   for (const Tensor& t : state_.leaves()) batch_and_state.push_back(t);
-  const std::vector<Tensor>& out = compiled_step_(batch_and_state, weights_generation_);
+  // The step's key is the call's key: a plan's dropout and other draws use each step's own.
+  const std::vector<Tensor>& out = compiled_step_(batch_and_state, keys.second, weights_generation_);
   const std::span<const Tensor> results(out);
   const size_t n_grads = weights_.num_leaves();
   const double loss = scalar_of(out[0], "the loss");

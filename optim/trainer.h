@@ -172,7 +172,7 @@ class Trainer {
   void init_heads(const Split& split);
   // The differentiable part of a step on (batch..., state leaves...): the loss, the gradients'
   // leaves, the model outputs' leaves and the new state's leaves, in that order.
-  std::vector<Tensor> loss_and_gradients(const std::vector<Tensor>& batch_and_state);
+  std::vector<Tensor> loss_and_gradients(const std::vector<Tensor>& batch_and_state, Key step_key);
 
   TrainerOptions options_;
   Tree weights_;
@@ -184,7 +184,6 @@ class Trainer {
   bool heads_ready_ = false;  // the loss and metrics have been initialised (init_heads)
   CompiledFunction compiled_step_;  // runs loss_and_gradients
   uint64_t weights_generation_ = 0;  // changes when weights_ is replaced: plans read its storages
-  Key step_key_;                     // this step's key, read by loss_and_gradients
   size_t n_model_outputs_ = 0;       // leaves of the model's outputs, set by loss_and_gradients
   Tree new_state_structure_;         // the structure of the new state, set by loss_and_gradients
   std::vector<std::shared_ptr<MetricsSink>> sinks_;

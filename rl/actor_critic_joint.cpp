@@ -149,8 +149,9 @@ Batch ActorCriticJointAgent::batch(int64_t index) const {
 PolicyOutput ActorCriticJointAgent::act(const Tensor& observations, Key key, double temperature) {
   // The model runs on the device; the distribution inputs come back in one transfer and the
   // actions are sampled on the CPU (as PolicyAgent::act does).
-  const Tensor dist_inputs = collect_model_->act(observations, evaluating())[0].to(Device::cpu());  // [N, D]
-  return PolicyOutput{distribution_->sample(dist_inputs, key, temperature), dist_inputs};
+  auto [actions, dist_inputs] =
+      collect_model_->act_and_sample(observations, evaluating(), *distribution_, key, temperature);  // [N, D]
+  return PolicyOutput{std::move(actions), std::move(dist_inputs)};
 }
 
 Metrics ActorCriticJointAgent::train_epoch() {

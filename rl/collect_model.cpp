@@ -2,6 +2,8 @@
 #include "collect_model.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 
 #include "../autograd/tape.h"
 #include "../kernels/check.h"
@@ -14,7 +16,7 @@ CollectModel::CollectModel(const Trainer& trainer, std::string checkpoint_name, 
       who_(std::move(who)),
       device_(device),
       state_(trainer.state()),
-      compiled_([this](const std::vector<Tensor>& in) { return forward(in); }, [&] {
+      compiled_([this](const std::vector<Tensor>& in, Key key) { return forward(in, key); }, [&] {
         CompileOptions o;
         o.name = who_ + "'s collection forward";
         o.enabled = trainer.options().compile;
@@ -33,7 +35,7 @@ Tensor one_step(const Tensor& t, const std::string& who) {
 
 }  // namespace
 
-std::vector<Tensor> CollectModel::forward(const std::vector<Tensor>& in) {
+std::vector<Tensor> CollectModel::forward(const std::vector<Tensor>& in, Key key) {
   NoGradScope no_grad;
   Stack inputs;
   for (size_t k = 0; k <= n_more_; ++k) inputs.push_back(one_step(in[k], who_));
@@ -43,6 +45,7 @@ std::vector<Tensor> CollectModel::forward(const std::vector<Tensor>& in) {
   std::vector<Tensor> out;
   for (const Tensor& t : r.outputs) out.push_back(t.select(1, 0).contiguous());
   n_outputs_ = out.size();
+  if (sampler_ != nullptr) out.push_back(sampler_->sample(out[0], key, temperature_));
   if (mode == Mode::collect) {
     for (const Tensor& t : r.state.leaves()) out.push_back(t);
     new_state_structure_ = r.state;
@@ -50,22 +53,44 @@ std::vector<Tensor> CollectModel::forward(const std::vector<Tensor>& in) {
   return out;
 }
 
-Stack CollectModel::act(const Tensor& observations, bool evaluating, const Stack& more) {
+const std::vector<Tensor>& CollectModel::run(const Tensor& observations, bool evaluating, const Stack& more, Key key) {
   // Converted on the host first: float32 is what crosses to the device (once).
   std::vector<Tensor> inputs{observations.to(DType::float32).to(device_)};
   for (const Tensor& t : more) inputs.push_back(t.to(device_));
   for (const Tensor& t : state_.leaves()) inputs.push_back(t);
   evaluating_ = evaluating;
   n_more_ = more.size();
-  // A plan reads the trainer's weight storages and bakes in the mode.
-  const uint64_t guard = trainer_.weights_generation() * 2 + (evaluating ? 1 : 0);
-  const std::vector<Tensor>& out = compiled_(inputs, guard);
+  // A plan reads the trainer's weight storages and bakes in the mode and the sampler.
+  const std::vector<Tensor>& out =
+      compiled_(inputs, key,
+                {trainer_.weights_generation(), evaluating ? 1u : 0u, reinterpret_cast<uintptr_t>(sampler_),
+                 std::bit_cast<uint64_t>(temperature_)});
+  const size_t n_results = n_outputs_ + (sampler_ != nullptr ? 1 : 0);
+  if (!evaluating) state_ = new_state_structure_.with_leaves(std::span<const Tensor>(out).subspan(n_results));
+  return out;
+}
+
+Stack CollectModel::act(const Tensor& observations, bool evaluating, const Stack& more) {
+  sampler_ = nullptr;
+  const std::vector<Tensor>& out = run(observations, evaluating, more, Key());
   // Copies: the caller keeps them (a trajectory stores the distribution inputs) and the plan's
   // buffers change on the next call.
   Stack result;
   for (size_t i = 0; i < n_outputs_; ++i) result.push_back(out[i].clone());
-  if (!evaluating) state_ = new_state_structure_.with_leaves(std::span<const Tensor>(out).subspan(n_outputs_));
   return result;
+}
+
+std::pair<Tensor, Tensor> CollectModel::act_and_sample(const Tensor& observations, bool evaluating,
+                                                       const Distribution& distribution, Key key, double temperature) {
+  if (!device_.is_cpu()) {  // the model on the device, the draws on the CPU (no plan on a GPU anyway)
+    const Tensor inputs = act(observations, evaluating)[0].to(Device::cpu());
+    return {distribution.sample(inputs, key, temperature), inputs};
+  }
+  sampler_ = &distribution;
+  temperature_ = temperature;
+  const std::vector<Tensor>& out = run(observations, evaluating, {}, key);
+  sampler_ = nullptr;
+  return {out[n_outputs_].clone(), out[0].clone()};
 }
 
 Stack CollectModel::outputs(const Tensor& observations) const {

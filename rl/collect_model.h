@@ -23,6 +23,7 @@
 #include "../io/checkpoint.h"
 #include "../layers/layer.h"
 #include "../optim/trainer.h"
+#include "distributions.h"
 
 namespace ctrax {
 
@@ -41,6 +42,12 @@ class CollectModel {
   // unchanged), else Mode::collect. The forward runs compiled (tensor/compile.h) when the
   // trainer's steps do: no tape, no allocation but the returned outputs.
   Stack act(const Tensor& observations, bool evaluating, const Stack& more = {});
+  // act() for a policy whose first output is the distribution's inputs, followed by
+  // distribution.sample(inputs, key, temperature) on the CPU: {actions, distribution inputs}.
+  // On the CPU the sampling runs inside the compiled forward, drawing from each call's key;
+  // the results equal act() then sample() bit for bit.
+  std::pair<Tensor, Tensor> act_and_sample(const Tensor& observations, bool evaluating, const Distribution& distribution,
+                                           Key key, double temperature);
   // How the compiled forward ran.
   const CompileStats& compile_stats() const { return compiled_.stats(); }
   // The model's outputs for observations [B, L, ...] in Mode::eval (statistics unchanged).
@@ -62,7 +69,8 @@ class CollectModel {
   std::string tensor_name(const std::string& path) const;
   // The forward on (observations, more..., state leaves...): the outputs, then in Mode::collect
   // the new state's leaves.
-  std::vector<Tensor> forward(const std::vector<Tensor>& inputs);
+  std::vector<Tensor> forward(const std::vector<Tensor>& inputs, Key key);
+  const std::vector<Tensor>& run(const Tensor& observations, bool evaluating, const Stack& more, Key key);
 
   const Trainer& trainer_;
   std::string checkpoint_name_;
@@ -71,6 +79,9 @@ class CollectModel {
   Tree state_;
   CompiledFunction compiled_;  // runs forward
   bool evaluating_ = false;    // read by forward (part of the plan's guard)
+  // The sampling forward runs after outputs: read by forward, part of the plan's guard.
+  const Distribution* sampler_ = nullptr;
+  double temperature_ = 1.0;
   size_t n_more_ = 0;
   size_t n_outputs_ = 0;       // set by forward
   Tree new_state_structure_;   // set by forward

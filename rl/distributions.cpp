@@ -111,10 +111,16 @@ Tensor Categorical::sample(const Tensor& inputs, Key key, double temperature) co
   NoGradScope no_grad;
   const Tensor logits = categorical_logits(inputs, lead, shape_, n_);
   if (logits.numel() > 0) {
-    CTRAX_REQUIRE(!any(isnan(logits)).item<bool>(), name(), ".sample: the inputs (logits) contain NaN");
+    // Checked by kernels (compile.h's check_value), so a compiled collection step checks each call.
+    check_value(any(isnan(logits)), [who = name()](double nan) {
+      return nan != 0 ? who + ".sample: the inputs (logits) contain NaN" : std::string();
+    });
     const Tensor masked = eq(logits, scalar_like(-std::numeric_limits<double>::infinity(), logits));
-    CTRAX_REQUIRE(!any(all(masked, {-1})).item<bool>(), name(),
-                  ".sample: a group of logits is all -inf (every category masked), so there is nothing to sample");
+    check_value(any(all(masked, {-1})), [who = name()](double masked_group) {
+      return masked_group != 0
+                 ? who + ".sample: a group of logits is all -inf (every category masked), so there is nothing to sample"
+                 : std::string();
+    });
   }
   if (temperature == 0.0) return argmax(logits, -1);  // the first maximum: ties go to the lowest index
   // Gumbel-max on logits / T samples softmax(logits / T). Dividing in float64 keeps small

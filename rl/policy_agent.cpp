@@ -83,8 +83,9 @@ PolicyOutput PolicyAgent::act(const Tensor& observations, Key key, double temper
   // The policy runs on the device; its outputs come back in one transfer and the actions are
   // sampled on the CPU, where the environments and the trajectories need them (and where the
   // random numbers are those of a CPU run).
-  const Tensor dist_inputs = collect_model_->act(observations, evaluating())[0].to(Device::cpu());  // [N, D]
-  return PolicyOutput{distribution_->sample(dist_inputs, key, temperature), dist_inputs};
+  auto [actions, dist_inputs] =
+      collect_model_->act_and_sample(observations, evaluating(), *distribution_, key, temperature);  // [N, D]
+  return PolicyOutput{std::move(actions), std::move(dist_inputs)};
 }
 
 void PolicyAgent::prepare_policy_training() {

@@ -69,6 +69,7 @@ struct CompiledFunction::Plan {
   std::vector<PlanKernel> kernels;
   std::vector<std::shared_ptr<Storage>> external;  // storages from outside the plan its kernels touch
   std::vector<std::pair<std::shared_ptr<const double>, double>> guards;  // host values and what they were
+  std::shared_ptr<KeyWords> call_key;  // where the draws' kernels read the call's key
 
   bool guards_hold() const {
     for (const auto& [value, seen] : guards)
@@ -78,6 +79,13 @@ struct CompiledFunction::Plan {
 };
 
 CompiledFunction::CompiledFunction(Function function, CompileOptions options)
+    : CompiledFunction(function == nullptr ? KeyedFunction()
+                                           : KeyedFunction([f = std::move(function)](const std::vector<Tensor>& in, Key) {
+                                               return f(in);
+                                             }),
+                       std::move(options)) {}
+
+CompiledFunction::CompiledFunction(KeyedFunction function, CompileOptions options)
     : function_(std::move(function)), options_(std::move(options)) {
   CTRAX_REQUIRE(function_ != nullptr, "compile: the function is empty");
   CTRAX_REQUIRE(options_.max_plans >= 1, "compile: max_plans must be >= 1, got ", options_.max_plans);
@@ -91,8 +99,11 @@ namespace {
 // The values that make up a call's signature, in order, given one by one to `emit` (which
 // returns false to stop early). One definition for building a key and for matching one.
 template <typename Emit>
-bool for_each_signature_value(const std::vector<Tensor>& inputs, uint64_t guard, Emit emit) {
-  if (!emit(static_cast<int64_t>(guard)) || !emit(static_cast<int64_t>(inputs.size()))) return false;
+bool for_each_signature_value(const std::vector<Tensor>& inputs, std::span<const uint64_t> guards, Emit emit) {
+  if (!emit(static_cast<int64_t>(guards.size()))) return false;
+  for (const uint64_t guard : guards)
+    if (!emit(static_cast<int64_t>(guard))) return false;
+  if (!emit(static_cast<int64_t>(inputs.size()))) return false;
   for (const Tensor& t : inputs) {
     if (!emit(t.defined() ? static_cast<int64_t>(t.dtype()) : -1)) return false;
     if (!emit(t.defined() ? static_cast<int64_t>(t.device().type) * 1024 + t.device().index : -1)) return false;
@@ -104,16 +115,17 @@ bool for_each_signature_value(const std::vector<Tensor>& inputs, uint64_t guard,
 }
 
 // The signature test without building the key (a replay allocates nothing).
-bool matches(const std::vector<int64_t>& key, const std::vector<Tensor>& inputs, uint64_t guard) {
+bool matches(const std::vector<int64_t>& key, const std::vector<Tensor>& inputs, std::span<const uint64_t> guards) {
   size_t i = 0;
-  return for_each_signature_value(inputs, guard, [&](int64_t v) { return i < key.size() && key[i++] == v; }) &&
+  return for_each_signature_value(inputs, guards, [&](int64_t v) { return i < key.size() && key[i++] == v; }) &&
          i == key.size();
 }
 }  // namespace
 
-std::vector<int64_t> CompiledFunction::signature(const std::vector<Tensor>& inputs, uint64_t guard) const {
+std::vector<int64_t> CompiledFunction::signature(const std::vector<Tensor>& inputs,
+                                                 std::span<const uint64_t> guards) const {
   std::vector<int64_t> key;
-  for_each_signature_value(inputs, guard, [&](int64_t v) {
+  for_each_signature_value(inputs, guards, [&](int64_t v) {
     key.push_back(v);
     return true;
   });
@@ -121,13 +133,27 @@ std::vector<int64_t> CompiledFunction::signature(const std::vector<Tensor>& inpu
 }
 
 const std::vector<Tensor>& CompiledFunction::operator()(const std::vector<Tensor>& inputs, uint64_t guard) {
+  return call(inputs, Key(), std::span<const uint64_t>(&guard, 1));
+}
+
+const std::vector<Tensor>& CompiledFunction::operator()(const std::vector<Tensor>& inputs, Key key, uint64_t guard) {
+  return call(inputs, key, std::span<const uint64_t>(&guard, 1));
+}
+
+const std::vector<Tensor>& CompiledFunction::operator()(const std::vector<Tensor>& inputs, Key key,
+                                                        std::initializer_list<uint64_t> guards) {
+  return call(inputs, key, std::span<const uint64_t>(guards.begin(), guards.size()));
+}
+
+const std::vector<Tensor>& CompiledFunction::call(const std::vector<Tensor>& inputs, Key key,
+                                                  std::span<const uint64_t> guards) {
   if (!options_.enabled) {
     ++stats_.eager_calls;
-    eager_outputs_ = function_(inputs);
+    eager_outputs_ = function_(inputs, key);
     return eager_outputs_;
   }
   for (auto it = plans_.begin(); it != plans_.end(); ++it) {
-    if (!matches((*it)->key, inputs, guard)) continue;
+    if (!matches((*it)->key, inputs, guards)) continue;
     if (!(*it)->guards_hold()) {  // a host value it baked in has changed: record it again
       plans_.erase(it);
       break;
@@ -136,21 +162,23 @@ const std::vector<Tensor>& CompiledFunction::operator()(const std::vector<Tensor
     Plan& plan = *plans_.front();
     if (plan.eager) {
       ++stats_.eager_calls;
-      eager_outputs_ = function_(inputs);
+      eager_outputs_ = function_(inputs, key);
       return eager_outputs_;
     }
     for (size_t i = 0; i < inputs.size(); ++i)
       if (inputs[i].defined()) bind_input(plan.inputs[i], inputs[i]);
+    *plan.call_key = key.words();
     for (const PlanKernel& kernel : plan.kernels) kernel();
     ++stats_.replays;
     return plan.outputs;
   }
-  return record(signature(inputs, guard), inputs);
+  return record(signature(inputs, guards), inputs, key);
 }
 
-const std::vector<Tensor>& CompiledFunction::record(std::vector<int64_t> key, const std::vector<Tensor>& inputs) {
+const std::vector<Tensor>& CompiledFunction::record(std::vector<int64_t> signature, const std::vector<Tensor>& inputs,
+                                                     Key key) {
   auto plan = std::make_unique<Plan>();
-  plan->key = std::move(key);
+  plan->key = std::move(signature);
   for (const Tensor& t : inputs) {
     if (!t.defined() || !t.device().is_cpu()) {
       plan->inputs.push_back(t);
@@ -170,7 +198,7 @@ const std::vector<Tensor>& CompiledFunction::record(std::vector<int64_t> key, co
         where << "an input is on " << t.device();
         recorder.mark_unplannable(where.str());
       }
-    plan->outputs = function_(plan->inputs);
+    plan->outputs = function_(plan->inputs, detail::trace_call_key(key));
     recorder.stop();
     if (recorder.unplannable()) {
       reason = recorder.reason();
@@ -178,6 +206,7 @@ const std::vector<Tensor>& CompiledFunction::record(std::vector<int64_t> key, co
       plan->kernels = std::move(recorder.kernels());
       plan->external = std::move(recorder.external_storages());
       plan->guards = std::move(recorder.value_guards());
+      plan->call_key = recorder.call_key();
     }
   }
   ++stats_.recordings;

@@ -12,10 +12,13 @@
 // The contract (as JAX's): the function is a pure function of its inputs and of tensors that
 // live across calls (weights, constants), whose storages the plan keeps and reads each time.
 // Host values the function reads are baked into the plan: pass those that change as `guard`
-// (part of the cache key) or as tensors. A function that reads tensor memory on the host (item(),
-// a branch on a value, a random draw) or uses an op without a plan (CUDA tensors, for now) is
-// found out while it is recorded: it runs eagerly from then on for that signature, and the
-// first such fallback is said once in a log line (compile_log_sink()).
+// (part of the cache key) or as tensors. Random draws stay random: a function given a Key with
+// each call (the keyed form) may draw from that key and from keys split or folded from it, and
+// every replay draws from the key of its own call, as eager would. A function that reads tensor
+// memory on the host (item(), a branch on a value), draws from any other key, or uses an op
+// without a plan (CUDA tensors, for now) is found out while it is recorded: it runs eagerly
+// from then on for that signature, and the first such fallback is said once in a log line
+// (compile_log_sink()).
 //
 // The returned tensors are the plan's output buffers: valid until the next call of the same
 // compiled function, whatever its signature (its plans share one arena; clone() what must
@@ -24,11 +27,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <list>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "random.h"
 #include "tensor.h"
 
 namespace ctrax {
@@ -51,14 +57,24 @@ struct CompileStats {
 class CompiledFunction {
  public:
   using Function = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+  // A function that also takes a random key, different on each call (a training step's dropout
+  // key, a collection step's sampling key).
+  using KeyedFunction = std::function<std::vector<Tensor>(const std::vector<Tensor>&, Key)>;
 
   explicit CompiledFunction(Function function, CompileOptions options = {});
+  explicit CompiledFunction(KeyedFunction function, CompileOptions options = {});
   ~CompiledFunction();
   CompiledFunction(CompiledFunction&&) noexcept;
   CompiledFunction& operator=(CompiledFunction&&) noexcept;
 
-  // function(inputs). `guard` joins the signature: calls with another guard get another plan.
+  // function(inputs) (a keyed function gets Key()). `guard` joins the signature: calls with
+  // another guard get another plan.
   const std::vector<Tensor>& operator()(const std::vector<Tensor>& inputs, uint64_t guard = 0);
+  // function(inputs, key).
+  const std::vector<Tensor>& operator()(const std::vector<Tensor>& inputs, Key key, uint64_t guard = 0);
+  // The same with several guard values (each joins the signature).
+  const std::vector<Tensor>& operator()(const std::vector<Tensor>& inputs, Key key,
+                                        std::initializer_list<uint64_t> guards);
 
   // Drops every plan (e.g. after the tensors the function reads were replaced).
   void clear();
@@ -67,10 +83,11 @@ class CompiledFunction {
 
  private:
   struct Plan;
-  std::vector<int64_t> signature(const std::vector<Tensor>& inputs, uint64_t guard) const;
-  const std::vector<Tensor>& record(std::vector<int64_t> key, const std::vector<Tensor>& inputs);
+  const std::vector<Tensor>& call(const std::vector<Tensor>& inputs, Key key, std::span<const uint64_t> guards);
+  std::vector<int64_t> signature(const std::vector<Tensor>& inputs, std::span<const uint64_t> guards) const;
+  const std::vector<Tensor>& record(std::vector<int64_t> signature, const std::vector<Tensor>& inputs, Key key);
 
-  Function function_;
+  KeyedFunction function_;
   CompileOptions options_;
   std::list<std::unique_ptr<Plan>> plans_;  // most recently used first
   std::shared_ptr<PlanArena> arena_;        // the buffers of every plan (one runs at a time)

@@ -1,5 +1,6 @@
 #include "plan.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -42,8 +43,14 @@ void mark_unplannable(const char* what) {
 
 // ---- PlanRecorder ----------------------------------------------------------------------------
 
+namespace {
+// Recorder serials start at 1: a key whose trace names serial 0 is not traced.
+std::atomic<uint64_t> g_next_recorder_serial{1};
+}  // namespace
+
 PlanRecorder::PlanRecorder(std::shared_ptr<PlanArena> arena)
-    : arena_(arena ? std::move(arena) : std::make_shared<PlanArena>()) {
+    : arena_(arena ? std::move(arena) : std::make_shared<PlanArena>()),
+      serial_(g_next_recorder_serial.fetch_add(1, std::memory_order_relaxed)) {
   CTRAX_REQUIRE(detail::t_capture_state.recorder == nullptr,
                 "PlanRecorder: a plan is already being recorded on this thread (compiled functions do not nest)");
   arena_->start_recording();
@@ -62,6 +69,11 @@ void PlanRecorder::stop() {
 void PlanRecorder::touch(const std::shared_ptr<Storage>& storage) {
   if (storage == nullptr || storage->arena() == arena_.get()) return;
   if (external_seen_.insert(storage.get()).second) external_.push_back(storage);
+}
+
+uint32_t PlanRecorder::add_key_path(std::vector<KeyDerivation> path) {
+  key_paths_.push_back(std::move(path));
+  return static_cast<uint32_t>(key_paths_.size());
 }
 
 void PlanRecorder::mark_unplannable(std::string reason) {

@@ -12,14 +12,16 @@
 //
 // The contract that makes a replay equal to the eager run: a kernel reads only memory it was
 // given pointers to and host values it copied into its closure. Code that reads tensor memory
-// on the host (item(), to_vector(), data<T>() outside a kernel: a branch on a value, a random
-// draw, a host-side formula) makes the recording *unplannable*: raw_data() reports it, the run
-// still completes eagerly, and compile.h falls back to eager for that function.
+// on the host (item(), to_vector(), data<T>() outside a kernel: a branch on a value, a
+// host-side formula) or draws from a key the recording cannot follow makes the recording
+// *unplannable*: the run still completes eagerly, and compile.h falls back to eager for that
+// function. Keys derived from the compiled call's key are followed (the key trace below).
 //
 // What it is not for: users (use compile.h); CUDA tensors (their ops take device pointers
 // outside run_kernel, so recording a function that touches one reports it as unplannable).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -36,6 +38,16 @@ class PlanArena;
 
 // One recorded kernel.
 using PlanKernel = std::function<void()>;
+
+// One step from a random key (tensor/random.h) to a key derived from it: the Philox counter
+// {index low, index high, 0, purpose} under the parent key (child `index` of split, purpose 1;
+// fold_in(data = index), purpose 2).
+struct KeyDerivation {
+  uint64_t index;
+  uint32_t purpose;
+};
+// A key's two raw words.
+using KeyWords = std::array<uint32_t, 2>;
 
 // Records on the calling thread for its lifetime (recorders do not nest).
 class PlanRecorder {
@@ -70,12 +82,26 @@ class PlanRecorder {
     guards_.emplace_back(std::move(value), v);
   }
 
+  // ---- Random keys derived from the compiled call's key (tensor/random.cpp) ---------------------
+  // A key the recording can follow carries a trace: this recorder's serial and an id whose
+  // derivation from the call's key is key_path(id). A draw from such a key re-derives it from
+  // the slot call_key() when a replay runs it, so each call draws fresh numbers.
+  uint64_t serial() const { return serial_; }
+  // A new id for a key reached from the call's key by `path` (empty: the call's key itself).
+  uint32_t add_key_path(std::vector<KeyDerivation> path);
+  const std::vector<KeyDerivation>& key_path(uint32_t id) const { return key_paths_.at(id - 1); }
+  // Where a replay writes its call's key; shared with the kernels of the draws.
+  const std::shared_ptr<KeyWords>& call_key() const { return call_key_; }
+
  private:
   std::shared_ptr<PlanArena> arena_;
   std::vector<PlanKernel> kernels_;
   std::vector<std::shared_ptr<Storage>> external_;
   std::unordered_set<const Storage*> external_seen_;
   std::vector<std::pair<std::shared_ptr<const double>, double>> guards_;
+  std::vector<std::vector<KeyDerivation>> key_paths_;
+  std::shared_ptr<KeyWords> call_key_ = std::make_shared<KeyWords>();
+  uint64_t serial_;
   std::string reason_;
   bool active_ = true;
 };

@@ -76,13 +76,86 @@ std::ostream& operator<<(std::ostream& out, const Key& key) {
 // Key derivation
 // ---------------------------------------------------------------------------------------------
 
+// Keys a recording follows (plan.h): a traced key names the active recorder's serial and an id
+// whose derivation from the compiled call's key the recorder holds.
+struct KeyTrace {
+  // The recorder tracing `key`, or null (no recording, or a key from outside this recording).
+  static PlanRecorder* recorder_of(const Key& key) {
+    PlanRecorder* recorder = detail::t_capture_state.recorder;
+    if (recorder == nullptr || key.trace_id_ == 0 || key.trace_serial_ != recorder->serial()) return nullptr;
+    return recorder;
+  }
+  static uint32_t id(const Key& key) { return key.trace_id_; }
+  static Key traced(Key key, PlanRecorder& recorder, std::vector<KeyDerivation> path) {
+    key.trace_serial_ = recorder.serial();
+    key.trace_id_ = recorder.add_key_path(std::move(path));
+    return key;
+  }
+};
+
 namespace {
-Key derive(Key parent, uint64_t index, uint32_t purpose) {
+Key derive_words(Key parent, uint64_t index, uint32_t purpose) {
   const auto out = philox4x32_10(
       {static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32), 0u, purpose}, parent.words());
   return Key(out[0], out[1]);
 }
+
+// A derived key; traced when its parent is, one step further from the call's key.
+Key derive(Key parent, uint64_t index, uint32_t purpose) {
+  const Key child = derive_words(parent, index, purpose);
+  PlanRecorder* recorder = KeyTrace::recorder_of(parent);
+  if (recorder == nullptr) return child;
+  std::vector<KeyDerivation> path = recorder->key_path(KeyTrace::id(parent));
+  path.push_back(KeyDerivation{index, purpose});
+  return KeyTrace::traced(child, *recorder, std::move(path));
+}
+
+// Where a sampler's kernel gets its key when it runs: the key itself, or, in a plan, the
+// compiled call's key (the slot a replay writes) followed by the derivation the recording saw.
+class KeySource {
+ public:
+  // While recording, a key the recording cannot follow (made outside the compiled call, e.g.
+  // captured from the caller) would be baked into the plan: that makes the recording
+  // unplannable, and the call runs eagerly.
+  KeySource(Key key, const char* sampler) : key_(key) {
+    PlanRecorder* active = detail::t_capture_state.recorder;
+    if (active == nullptr) return;
+    PlanRecorder* recorder = KeyTrace::recorder_of(key);
+    if (recorder == nullptr) {
+      active->mark_unplannable(std::string("a random draw (") + sampler +
+                               ") from a key the compiled function did not receive as its call's key");
+      return;
+    }
+    call_key_ = recorder->call_key();
+    path_ = recorder->key_path(KeyTrace::id(key));
+  }
+  Key resolve() const {
+    if (call_key_ == nullptr) return key_;
+    Key k((*call_key_)[0], (*call_key_)[1]);
+    for (const KeyDerivation& step : path_) k = derive_words(k, step.index, step.purpose);
+    return k;
+  }
+
+ private:
+  Key key_;
+  std::shared_ptr<const KeyWords> call_key_;
+  std::vector<KeyDerivation> path_;
+};
+
+// Runs a sampler's CPU fill as a kernel (plan.h): fill(key) with the key the source resolves to
+// when it runs. Take the output's pointers inside a detail::KernelScope.
+template <typename Fill>
+void run_sampler(const KeySource& source, Fill fill) {
+  detail::run_kernel([source, fill] { fill(source.resolve()); });
+}
 }  // namespace
+
+Key detail::trace_call_key(Key key) {
+  PlanRecorder* recorder = t_capture_state.recorder;
+  if (recorder == nullptr) return key;
+  *recorder->call_key() = key.words();
+  return KeyTrace::traced(key, *recorder, {});
+}
 
 std::vector<Key> split(Key key, int n) {
   CTRAX_REQUIRE(n >= 1, "split: n = ", n, " keys requested (expected n >= 1)");
@@ -221,7 +294,6 @@ T narrow_float(double x) {
 // ---------------------------------------------------------------------------------------------
 
 Tensor uniform(Key key, const Shape& shape, DType dtype, double lo, double hi, Device device) {
-  detail::mark_unplannable("a random draw (uniform): its key is a host value a plan would bake in");
   require_valid_shape(shape, "uniform");
   CTRAX_REQUIRE(is_floating(dtype), "uniform: dtype ", dtype, " is not floating (expected float32 or float64)");
   CTRAX_REQUIRE(std::isfinite(lo) && std::isfinite(hi) && lo < hi, "uniform: got lo = ", lo, ", hi = ", hi,
@@ -237,122 +309,135 @@ Tensor uniform(Key key, const Shape& shape, DType dtype, double lo, double hi, D
     const double range = hi_d - lo_d;  // may overflow to inf for float64 near +-max
     const T below_hi = std::nextafter(hi_t, lo_t);
     if (device.is_cuda()) {
+      detail::mark_unplannable("a random draw (uniform) on a GPU (plans are CPU-only)");
       cuda_detail::use_device_of(out);
       kernels::cuda::random_uniform(philox_key(key), out.device_data(), cuda_detail::element_type(dtype),
                                                     out.numel(), lo_d, hi_d, static_cast<double>(below_hi));
       return;
     }
-    T* data = out.data<T>();
-    fill_elements(out.numel(), [&](int64_t begin, int64_t end) {
-      SampleBits bits(key);
-      for (int64_t i = begin; i < end; ++i) {
-        const double u = std::is_same_v<T, float> ? top_bits_unit(bits.word32(i), 32, 24)
-                                                  : top_bits_unit(bits.word64(i), 64, 53);
-        // The affine form is monotone in u; the convex form only serves when hi - lo overflows.
-        const double x = std::isfinite(range) ? lo_d + u * range : lo_d * (1.0 - u) + hi_d * u;
-        T v = static_cast<T>(x);  // |x| <= max(|lo|, |hi|): in range
-        if (v >= hi_t) v = below_hi;
-        if (v < lo_t) v = lo_t;
-        data[i] = v;
-      }
+    const KeySource source(key, "uniform");
+    detail::KernelScope scope;
+    run_sampler(source, [data = out.data<T>(), n = out.numel(), lo_t, hi_t, lo_d, hi_d, range, below_hi](Key k) {
+      fill_elements(n, [&](int64_t begin, int64_t end) {
+        SampleBits bits(k);
+        for (int64_t i = begin; i < end; ++i) {
+          const double u = std::is_same_v<T, float> ? top_bits_unit(bits.word32(i), 32, 24)
+                                                    : top_bits_unit(bits.word64(i), 64, 53);
+          // The affine form is monotone in u; the convex form only serves when hi - lo overflows.
+          const double x = std::isfinite(range) ? lo_d + u * range : lo_d * (1.0 - u) + hi_d * u;
+          T v = static_cast<T>(x);  // |x| <= max(|lo|, |hi|): in range
+          if (v >= hi_t) v = below_hi;
+          if (v < lo_t) v = lo_t;
+          data[i] = v;
+        }
+      });
     });
   });
   return out;
 }
 
 Tensor normal(Key key, const Shape& shape, DType dtype, double mean, double stddev, Device device) {
-  detail::mark_unplannable("a random draw (normal): its key is a host value a plan would bake in");
   require_valid_shape(shape, "normal");
   CTRAX_REQUIRE(is_floating(dtype), "normal: dtype ", dtype, " is not floating (expected float32 or float64)");
   CTRAX_REQUIRE(std::isfinite(mean) && std::isfinite(stddev) && stddev >= 0, "normal: got mean = ", mean,
                 ", stddev = ", stddev, " (expected finite values with stddev >= 0)");
   Tensor out(shape, dtype, device);
   if (device.is_cuda()) {
+    detail::mark_unplannable("a random draw (normal) on a GPU (plans are CPU-only)");
     cuda_detail::use_device_of(out);
     kernels::cuda::random_normal(philox_key(key), out.device_data(), cuda_detail::element_type(dtype),
                                                  out.numel(), mean, stddev);
     return out;
   }
   constexpr double kTwoPi = 6.283185307179586476925286766559;
+  const KeySource source(key, "normal");
   dispatch_floating(dtype, [&](auto tag) {
     using T = decltype(tag);
-    T* data = out.data<T>();
-    fill_elements(out.numel(), [&](int64_t begin, int64_t end) {
-      SampleBits bits(key);
-      for (int64_t i = begin; i < end; ++i) {
-        const uint64_t pair = static_cast<uint64_t>(i) / 2;
-        double u1, u2;  // u1 in (0, 1], u2 in [0, 1)
-        if constexpr (std::is_same_v<T, float>) {
-          u1 = (static_cast<double>(bits.word32(2 * pair)) + 1.0) * two_pow_minus(32);
-          u2 = top_bits_unit(bits.word32(2 * pair + 1), 32, 32);
-        } else {
-          u1 = (static_cast<double>(bits.word64(2 * pair) >> 11) + 1.0) * two_pow_minus(53);
-          u2 = top_bits_unit(bits.word64(2 * pair + 1), 64, 53);
+    detail::KernelScope scope;
+    run_sampler(source, [data = out.data<T>(), n = out.numel(), mean, stddev](Key k) {
+      fill_elements(n, [&](int64_t begin, int64_t end) {
+        SampleBits bits(k);
+        for (int64_t i = begin; i < end; ++i) {
+          const uint64_t pair = static_cast<uint64_t>(i) / 2;
+          double u1, u2;  // u1 in (0, 1], u2 in [0, 1)
+          if constexpr (std::is_same_v<T, float>) {
+            u1 = (static_cast<double>(bits.word32(2 * pair)) + 1.0) * two_pow_minus(32);
+            u2 = top_bits_unit(bits.word32(2 * pair + 1), 32, 32);
+          } else {
+            u1 = (static_cast<double>(bits.word64(2 * pair) >> 11) + 1.0) * two_pow_minus(53);
+            u2 = top_bits_unit(bits.word64(2 * pair + 1), 64, 53);
+          }
+          const double r = std::sqrt(-2.0 * std::log(u1));
+          const double z = (i % 2 == 0) ? r * std::cos(kTwoPi * u2) : r * std::sin(kTwoPi * u2);
+          data[i] = narrow_float<T>(mean + stddev * z);
         }
-        const double r = std::sqrt(-2.0 * std::log(u1));
-        const double z = (i % 2 == 0) ? r * std::cos(kTwoPi * u2) : r * std::sin(kTwoPi * u2);
-        data[i] = narrow_float<T>(mean + stddev * z);
-      }
+      });
     });
   });
   return out;
 }
 
 Tensor bernoulli(Key key, const Shape& shape, double p, Device device) {
-  detail::mark_unplannable("a random draw (bernoulli): its key is a host value a plan would bake in");
   require_valid_shape(shape, "bernoulli");
   CTRAX_REQUIRE(p >= 0.0 && p <= 1.0, "bernoulli: probability p = ", p, " is outside [0, 1]");
   Tensor out(shape, DType::boolean, device);
   if (device.is_cuda()) {
+    detail::mark_unplannable("a random draw (bernoulli) on a GPU (plans are CPU-only)");
     cuda_detail::use_device_of(out);
     kernels::cuda::random_bernoulli(philox_key(key), static_cast<uint8_t*>(out.device_data()),
                                                     out.numel(), p);
     return out;
   }
-  uint8_t* data = out.data<uint8_t>();
-  fill_elements(out.numel(), [&](int64_t begin, int64_t end) {
-    SampleBits bits(key);
-    for (int64_t i = begin; i < end; ++i)
-      data[i] = top_bits_unit(bits.word32(i), 32, 32) < p ? 1 : 0;
+  const KeySource source(key, "bernoulli");
+  detail::KernelScope scope;
+  run_sampler(source, [data = out.data<uint8_t>(), n = out.numel(), p](Key k) {
+    fill_elements(n, [&](int64_t begin, int64_t end) {
+      SampleBits bits(k);
+      for (int64_t i = begin; i < end; ++i) data[i] = top_bits_unit(bits.word32(i), 32, 32) < p ? 1 : 0;
+    });
   });
   return out;
 }
 
 Tensor bernoulli(Key key, const Shape& shape, const Tensor& p) {
-  detail::mark_unplannable("a random draw (bernoulli): its key is a host value a plan would bake in");
   require_valid_shape(shape, "bernoulli");
   require_defined_tensor(p, "bernoulli", "the probability tensor p");
   const Shape joint = broadcast_shapes(p.shape(), shape, "bernoulli");
   CTRAX_REQUIRE(joint == shape, "bernoulli: probabilities of shape ", p.shape(), " do not broadcast to shape ",
                 shape);
   const Tensor probs = p.to(DType::float64).contiguous();
-  require_unit_probabilities(probs, p.shape());
+  if (p.device().is_cuda()) require_unit_probabilities(probs, p.shape());
   const Tensor expanded = probs.expand(shape).contiguous();
   Tensor out(shape, DType::boolean, p.device());
   if (p.device().is_cuda()) {
+    detail::mark_unplannable("a random draw (bernoulli) on a GPU (plans are CPU-only)");
     cuda_detail::use_device_of(out);
     kernels::cuda::random_bernoulli(philox_key(key), static_cast<uint8_t*>(out.device_data()),
                                                     out.numel(), 0.0, static_cast<const double*>(expanded.device_data()));
     return out;
   }
-  const double* pd = expanded.data<double>();
-  uint8_t* data = out.data<uint8_t>();
-  fill_elements(out.numel(), [&](int64_t begin, int64_t end) {
-    SampleBits bits(key);
-    for (int64_t i = begin; i < end; ++i)
-      data[i] = top_bits_unit(bits.word32(i), 32, 32) < pd[i] ? 1 : 0;
+  // The probabilities are checked when the kernel runs (so a plan checks each call's).
+  const KeySource source(key, "bernoulli");
+  detail::KernelScope scope;
+  run_sampler(source, [checked = probs.data<double>(), n_checked = probs.numel(), p_shape = p.shape(),
+                       pd = expanded.data<double>(), data = out.data<uint8_t>(), n = out.numel()](Key k) {
+    for (int64_t i = 0; i < n_checked; ++i)
+      CTRAX_REQUIRE(checked[i] >= 0.0 && checked[i] <= 1.0, "bernoulli: probability p = ", checked[i],
+                    " at flat index ", i, " of p (shape ", p_shape, ") is outside [0, 1]");
+    fill_elements(n, [&](int64_t begin, int64_t end) {
+      SampleBits bits(k);
+      for (int64_t i = begin; i < end; ++i) data[i] = top_bits_unit(bits.word32(i), 32, 32) < pd[i] ? 1 : 0;
+    });
   });
   return out;
 }
 
 Tensor bernoulli(Key key, const Tensor& p) {
-  detail::mark_unplannable("a random draw (bernoulli): its key is a host value a plan would bake in");
   require_defined_tensor(p, "bernoulli", "the probability tensor p");
   return bernoulli(key, p.shape(), p);
 }
 
 Tensor categorical(Key key, const Tensor& logits, int axis, std::optional<Shape> shape) {
-  detail::mark_unplannable("a random draw (categorical): its key is a host value a plan would bake in");
   require_defined_tensor(logits, "categorical", "logits");
   CTRAX_REQUIRE(is_floating(logits.dtype()), "categorical: logits have dtype ", logits.dtype(),
                 " (expected float32 or float64 unnormalised log-probabilities)");
@@ -391,16 +476,6 @@ Tensor categorical(Key key, const Tensor& logits, int axis, std::optional<Shape>
     CTRAX_REQUIRE(problem.row < 0, "categorical: every logit of row ", problem.row,
                   " is -inf (no category can be sampled)");
   }
-  const double* rows = table.device().is_cpu() ? table.data<double>() : nullptr;
-  for (int64_t r = 0; rows != nullptr && r < row_count; ++r) {
-    bool has_mass = false;
-    for (int64_t j = 0; j < categories; ++j) {
-      const double v = rows[r * categories + j];
-      CTRAX_REQUIRE(!std::isnan(v), "categorical: logits contain NaN (row ", r, ", category ", j, ")");
-      has_mass = has_mass || v > -std::numeric_limits<double>::infinity();
-    }
-    CTRAX_REQUIRE(has_mass, "categorical: every logit of row ", r, " is -inf (no category can be sampled)");
-  }
 
   Tensor out(out_shape, DType::int64, logits.device());
   const int64_t n = out.numel();
@@ -412,6 +487,7 @@ Tensor categorical(Key key, const Tensor& logits, int axis, std::optional<Shape>
   const int shift = out_shape.rank() - batch.rank();
   for (int d = 0; d < batch.rank(); ++d) row_strides[d + shift] = batch[d] == 1 ? 0 : batch_strides[d];
   if (out.device().is_cuda()) {
+    detail::mark_unplannable("a random draw (categorical) on a GPU (plans are CPU-only)");
     CTRAX_REQUIRE(out_shape.rank() <= kernels::cuda::kMaxRank, "categorical: output shape ", out_shape, " has rank ",
                   out_shape.rank(), " (the CUDA kernels take at most ", kernels::cuda::kMaxRank, ")");
     kernels::cuda::StridedArg rows_of_samples;  // sample o -> its row of `table`
@@ -425,9 +501,22 @@ Tensor categorical(Key key, const Tensor& logits, int axis, std::optional<Shape>
                                                       static_cast<int64_t*>(out.device_data()), n);
     return out;
   }
-  int64_t* data = out.data<int64_t>();
+  // The rows are checked when the kernel runs (so a plan checks each call's logits).
+  const KeySource source(key, "categorical");
+  detail::KernelScope scope;
+  run_sampler(source, [rows = table.data<double>(), row_count, categories, data = out.data<int64_t>(), n, out_shape,
+                       row_strides](Key k) {
+  for (int64_t r = 0; r < row_count; ++r) {
+    bool has_mass = false;
+    for (int64_t j = 0; j < categories; ++j) {
+      const double v = rows[r * categories + j];
+      CTRAX_REQUIRE(!std::isnan(v), "categorical: logits contain NaN (row ", r, ", category ", j, ")");
+      has_mass = has_mass || v > -std::numeric_limits<double>::infinity();
+    }
+    CTRAX_REQUIRE(has_mass, "categorical: every logit of row ", r, " is -inf (no category can be sampled)");
+  }
   fill_elements(n, [&](int64_t begin, int64_t end) {
-    SampleBits bits(key);
+    SampleBits bits(k);
     for (int64_t o = begin; o < end; ++o) {
       int64_t row = 0;
       for (int64_t d = out_shape.rank() - 1, rest = o; d >= 0; --d) {
@@ -451,26 +540,28 @@ Tensor categorical(Key key, const Tensor& logits, int axis, std::optional<Shape>
       data[o] = best_index;
     }
   });
+  });
   return out;
 }
 
 Tensor permutation(Key key, int64_t n) {
-  detail::mark_unplannable("a random draw (permutation): its key is a host value a plan would bake in");
   CTRAX_REQUIRE(n >= 0, "permutation: n = ", n, " (expected n >= 0)");
   Tensor out(Shape{n}, DType::int64);
-  int64_t* data = out.data<int64_t>();
-  std::iota(data, data + n, int64_t{0});
-  // Fisher-Yates is sequential, but still a pure function of (key, n).
-  SampleBits bits(key);
-  for (int64_t i = n - 1; i >= 1; --i) {
-    const auto j = static_cast<int64_t>(bounded(key, bits, static_cast<uint64_t>(i), static_cast<uint64_t>(i) + 1));
-    std::swap(data[i], data[j]);
-  }
+  const KeySource source(key, "permutation");
+  detail::KernelScope scope;
+  run_sampler(source, [data = out.data<int64_t>(), n](Key k) {
+    std::iota(data, data + n, int64_t{0});
+    // Fisher-Yates is sequential, but still a pure function of (key, n).
+    SampleBits bits(k);
+    for (int64_t i = n - 1; i >= 1; --i) {
+      const auto j = static_cast<int64_t>(bounded(k, bits, static_cast<uint64_t>(i), static_cast<uint64_t>(i) + 1));
+      std::swap(data[i], data[j]);
+    }
+  });
   return out;
 }
 
 Tensor randint(Key key, const Shape& shape, int64_t lo, int64_t hi, DType dtype, Device device) {
-  detail::mark_unplannable("a random draw (randint): its key is a host value a plan would bake in");
   require_valid_shape(shape, "randint");
   CTRAX_REQUIRE(is_integer(dtype), "randint: dtype ", dtype, " is not an integer dtype (expected int32 or int64)");
   CTRAX_REQUIRE(lo < hi, "randint: got lo = ", lo, ", hi = ", hi, " (expected lo < hi)");
@@ -481,6 +572,7 @@ Tensor randint(Key key, const Shape& shape, int64_t lo, int64_t hi, DType dtype,
   const uint64_t range = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
   Tensor out(shape, dtype, device);
   if (device.is_cuda()) {
+    detail::mark_unplannable("a random draw (randint) on a GPU (plans are CPU-only)");
     cuda_detail::use_device_of(out);
     kernels::cuda::random_randint(philox_key(key), out.device_data(), cuda_detail::element_type(dtype),
                                                   out.numel(), lo, range);
@@ -489,14 +581,17 @@ Tensor randint(Key key, const Shape& shape, int64_t lo, int64_t hi, DType dtype,
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>) {
-      T* data = out.data<T>();
-      fill_elements(out.numel(), [&](int64_t begin, int64_t end) {
-        SampleBits bits(key);
-        for (int64_t i = begin; i < end; ++i) {
-          const uint64_t offset = bounded(key, bits, static_cast<uint64_t>(i), range);
-          // lo + offset < hi fits in T; the unsigned sum converts back modulo 2^64 (C++20).
-          data[i] = static_cast<T>(static_cast<int64_t>(static_cast<uint64_t>(lo) + offset));
-        }
+      const KeySource source(key, "randint");
+      detail::KernelScope scope;
+      run_sampler(source, [data = out.data<T>(), n = out.numel(), lo, range](Key k) {
+        fill_elements(n, [&](int64_t begin, int64_t end) {
+          SampleBits bits(k);
+          for (int64_t i = begin; i < end; ++i) {
+            const uint64_t offset = bounded(k, bits, static_cast<uint64_t>(i), range);
+            // lo + offset < hi fits in T; the unsigned sum converts back modulo 2^64 (C++20).
+            data[i] = static_cast<T>(static_cast<int64_t>(static_cast<uint64_t>(lo) + offset));
+          }
+        });
       });
     }
   });

@@ -55,8 +55,19 @@ class Key {
   bool operator!=(const Key& other) const { return !(*this == other); }
 
  private:
+  friend struct KeyTrace;
   std::array<uint32_t, 2> words_{0, 0};
+  // Set only while a compiled function is recorded (tensor/compile.h), for keys derived from
+  // its call's key: the recording's serial and the key's id in it. Not part of the value.
+  uint64_t trace_serial_ = 0;
+  uint32_t trace_id_ = 0;
 };
+
+namespace detail {
+// For tensor/compile.cpp: the call's key, traced by the active recording (if any), so that draws
+// from it and from keys derived from it replay with each call's key.
+Key trace_call_key(Key key);
+}  // namespace detail
 
 // Prints Key(0x0000002a, 0x00000000).
 std::ostream& operator<<(std::ostream& out, const Key& key);

@@ -3,7 +3,9 @@
 // for a function that reads tensor memory on the host.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -130,6 +132,93 @@ TEST_CASE("compile: random draws inside the function are not baked into a plan")
   CHECK(log.lines.size() == 1);
 }
 
+TEST_CASE("compile: draws from the call's key replay with each call's key, bit for bit as eager") {
+  // Every sampler, from the call's key and from keys split and folded from it.
+  auto draws = [](const std::vector<Tensor>& in, Key key) {
+    const auto [a, b] = split(key);
+    const std::vector<Key> three = split(fold_in(b, 7), 3);
+    const Tensor logits = from_vector<float>({0.1f, -0.4f, 2.0f, 0.0f, 1.0f, -1.0f}, {2, 3});
+    return std::vector<Tensor>{add(in[0], normal(a, in[0].shape())),
+                               uniform(three[0], {5}, DType::float64, -2.0, 3.0),
+                               bernoulli(three[1], {6}, 0.3),
+                               bernoulli(three[2], {2, 3}, sigmoid(in[0].slice(0, 0, 2).slice(1, 0, 3))),
+                               categorical(key, logits, -1, Shape{4, 2}),
+                               randint(fold_in(key, 3), {7}, -5, 9),
+                               permutation(fold_in(key, 4), 6),
+                               normal(key, {3}, DType::float64, 1.0, 2.0)};
+  };
+  LogCapture log;
+  CompiledFunction f(draws, CompileOptions{"draws"});
+  const Tensor x = test::random_tensor({3, 4}, DType::float32, 1);
+  for (uint64_t seed = 0; seed < 4; ++seed) {
+    const Key key = fold_in(Key(11), seed);
+    const std::vector<Tensor> want = draws({x}, key);
+    const AllocationStats before = allocation_stats();
+    const std::vector<Tensor>& got = f({x}, key);
+    if (seed > 0) CHECK(allocation_stats().storages_allocated == before.storages_allocated);
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i) CHECK(bitwise_equal(got[i], want[i]));
+  }
+  CHECK(f.stats().recordings == 1);
+  CHECK(f.stats().replays == 3);
+  CHECK(log.lines.empty());
+  // Different keys really draw different numbers.
+  const Tensor one = f({x}, Key(1))[0].clone();
+  CHECK_FALSE(bitwise_equal(one, f({x}, Key(2))[0]));
+}
+
+TEST_CASE("compile: a draw from a key the call did not pass runs eagerly and says so once") {
+  LogCapture log;
+  const Key captured(5);
+  CompiledFunction f([&](const std::vector<Tensor>& in, Key key) {
+    return std::vector<Tensor>{add(normal(key, in[0].shape()), normal(captured, in[0].shape()))};
+  }, CompileOptions{"captured"});
+  const Tensor x = zeros({4});
+  const Tensor first = f({x}, Key(1))[0].clone();
+  CHECK(bitwise_equal(f({x}, Key(1))[0], first));
+  CHECK(f.stats().replays == 0);
+  CHECK(f.stats().eager_calls == 1);
+  REQUIRE(log.lines.size() == 1);
+  CHECK(log.lines[0].find("did not receive as its call's key") != std::string::npos);
+  // A traced key kept past its recording is a plain key afterwards.
+  Key kept;
+  CompiledFunction g([&](const std::vector<Tensor>& in, Key key) {
+    kept = key;
+    return std::vector<Tensor>{add(in[0], 1.0)};
+  });
+  g({x}, Key(9));
+  CHECK(kept == Key(9));
+  CHECK(bitwise_equal(normal(kept, {3}), normal(Key(9), {3})));
+  CompiledFunction h([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{add(in[0], normal(kept, {4}))}; });
+  h({x});
+  CHECK(h.stats().replays == 0);
+  h({x});
+  CHECK(h.stats().eager_calls == 1);
+}
+
+TEST_CASE("compile: a sampler's value checks run on every replay") {
+  CompiledFunction f([](const std::vector<Tensor>& in, Key key) {
+    return std::vector<Tensor>{bernoulli(key, in[0]), categorical(key, in[1])};
+  });
+  const Tensor p = from_vector<float>({0.2f, 0.9f}, {2});
+  const Tensor logits = from_vector<float>({0.0f, 1.0f, 2.0f, 3.0f}, {2, 2});
+  f({p, logits}, Key(1));
+  f({p, logits}, Key(2));
+  CHECK(f.stats().replays == 1);
+  CHECK_THROWS_WITH_AS(f({from_vector<float>({0.2f, 1.5f}, {2}), logits}, Key(3)),
+                       doctest::Contains("probability p = 1.5 at flat index 1"), Error);
+  const float inf = std::numeric_limits<float>::infinity();
+  CHECK_THROWS_WITH_AS(f({p, from_vector<float>({0.0f, 1.0f, -inf, -inf}, {2, 2})}, Key(3)),
+                       doctest::Contains("every logit of row 1 is -inf"), Error);
+  CHECK_THROWS_WITH_AS(f({p, from_vector<float>({NAN, 1.0f, 0.0f, 0.0f}, {2, 2})}, Key(3)),
+                       doctest::Contains("logits contain NaN (row 0, category 0)"), Error);
+  // The errors came from the plan's kernels: no new recording, and the plan still serves.
+  CHECK(f.stats().recordings == 1);
+  const Tensor again = f({p, logits}, Key(2))[1].clone();
+  CHECK(f.stats().replays == 2);
+  CHECK(bitwise_equal(again, categorical(Key(2), logits)));
+}
+
 TEST_CASE("compile: an error inside the function propagates and leaves no plan") {
   CompiledFunction f([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{matmul(in[0], in[0])}; });
   CHECK_THROWS_AS(f({zeros({2, 3})}), Error);
@@ -138,7 +227,9 @@ TEST_CASE("compile: an error inside the function propagates and leaves no plan")
 }
 
 TEST_CASE("compile: bad options are refused") {
-  CHECK_THROWS_WITH_AS(CompiledFunction(nullptr), doctest::Contains("the function is empty"), Error);
+  CHECK_THROWS_WITH_AS(CompiledFunction(CompiledFunction::Function()), doctest::Contains("the function is empty"), Error);
+  CHECK_THROWS_WITH_AS(CompiledFunction(CompiledFunction::KeyedFunction()), doctest::Contains("the function is empty"),
+                       Error);
   CompileOptions options;
   options.max_plans = 0;
   CHECK_THROWS_WITH_AS(CompiledFunction([](const std::vector<Tensor>& in) { return in; }, options),
