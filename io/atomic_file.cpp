@@ -95,10 +95,43 @@ AtomicFileWriter::~AtomicFileWriter() {
   unregister_live(temporary_path_.filename().string());
 }
 
+namespace {
+// Bytes collected before a write call (and the largest write() that is copied first).
+constexpr size_t kWriteBuffer = size_t{256} << 10;
+}  // namespace
+
+uint64_t fnv1a64(const void* data, size_t size, uint64_t seed) {
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  uint64_t hash = seed;
+  for (size_t i = 0; i < size; ++i) {
+    hash ^= bytes[i];
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
 void AtomicFileWriter::write(const void* data, size_t size) {
   CTRAX_REQUIRE(!committed_, "AtomicFileWriter: write to ", path_.string(), " after commit()");
   CTRAX_REQUIRE(fd_ >= 0, "AtomicFileWriter: write to ", path_.string(), " after a failed write or commit");
+  checksum_ = fnv1a64(data, size, checksum_);
+  written_ += size;
   const auto* in = static_cast<const char*>(data);
+  if (buffer_.size() + size > kWriteBuffer) {
+    flush();
+    if (size > kWriteBuffer) {  // too large to be worth copying
+      write_all(in, size);
+      return;
+    }
+  }
+  buffer_.insert(buffer_.end(), in, in + size);
+}
+
+void AtomicFileWriter::flush() {
+  write_all(buffer_.data(), buffer_.size());
+  buffer_.clear();
+}
+
+void AtomicFileWriter::write_all(const char* in, size_t size) {
   while (size > 0) {
     const size_t chunk = size < (size_t{1} << 30) ? size : (size_t{1} << 30);
     const ssize_t done = ::write(fd_, in, chunk);
@@ -108,18 +141,20 @@ void AtomicFileWriter::write(const void* data, size_t size) {
       // Closing refuses every later write and the commit: the file would miss these bytes.
       ::close(fd_);
       fd_ = -1;
-      CTRAX_THROW(path_.string(), ": writing ", temporary_path_.string(), " failed after ", written_, " bytes: ",
+      buffer_.clear();
+      CTRAX_THROW(path_.string(), ": writing ", temporary_path_.string(), " failed after ", in_file_, " bytes: ",
                   errno_text(error));
     }
     in += done;
     size -= static_cast<size_t>(done);
-    written_ += static_cast<uint64_t>(done);
+    in_file_ += static_cast<uint64_t>(done);
   }
 }
 
 void AtomicFileWriter::commit() {
   CTRAX_REQUIRE(!committed_, "AtomicFileWriter: commit() of ", path_.string(), " called twice");
   CTRAX_REQUIRE(fd_ >= 0, "AtomicFileWriter: commit() of ", path_.string(), " after a failed write or commit");
+  flush();
   const int fd = fd_;
   fd_ = -1;
   if (::fsync(fd) != 0) {

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ctrax::io {
 
@@ -30,10 +31,15 @@ class AtomicFileWriter {
   AtomicFileWriter(const AtomicFileWriter&) = delete;
   AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
 
+  // Buffered: bytes reach the file in large writes (a checkpoint of 66 tensors is a few write
+  // calls, not 66); commit() writes the rest.
   void write(const void* data, size_t size);
   void write(std::string_view bytes) { write(bytes.data(), bytes.size()); }
   uint64_t bytes_written() const { return written_; }
-  // fsync, close, rename over the destination, fsync the directory.
+  // fnv1a64 of every byte written so far (a checkpoint's manifest records it without reading
+  // the file back).
+  uint64_t checksum() const { return checksum_; }
+  // Flush, fsync, close, rename over the destination, fsync the directory.
   void commit();
 
   const std::filesystem::path& path() const { return path_; }
@@ -42,10 +48,20 @@ class AtomicFileWriter {
  private:
   std::filesystem::path path_;
   std::filesystem::path temporary_path_;
+  void flush();
+  void write_all(const char* data, size_t size);
+
   int fd_ = -1;
-  uint64_t written_ = 0;
+  uint64_t written_ = 0;  // bytes given to write()
+  uint64_t in_file_ = 0;  // bytes the file holds so far
+  uint64_t checksum_ = 0xcbf29ce484222325ULL;  // fnv1a64's seed
+  std::vector<char> buffer_;
   bool committed_ = false;
 };
+
+// FNV-1a (64-bit) over a byte range, chained through `seed`; the checksum checkpoint manifests
+// record. Detects torn or corrupted files; not a defence against deliberate tampering.
+uint64_t fnv1a64(const void* data, size_t size, uint64_t seed = 0xcbf29ce484222325ULL);
 
 // Writes `contents` to `path` atomically (AtomicFileWriter in one call).
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents);

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "../tensor/tensor.h"
+#include "atomic_file.h"
 
 namespace ctrax::io {
 
@@ -95,9 +96,5 @@ class CheckpointDirectory {
   int keep_last_;
   Access access_;
 };
-
-// FNV-1a (64-bit) over a byte range, as the manifest's checksum uses. Detects torn or corrupted
-// files; not a defence against deliberate tampering.
-uint64_t fnv1a64(const void* data, size_t size, uint64_t seed = 0xcbf29ce484222325ULL);
 
 }  // namespace ctrax::io

@@ -123,12 +123,13 @@ std::string encode_safetensors(const std::map<std::string, Tensor>& tensors,
   return bytes;
 }
 
-void save_safetensors(const std::filesystem::path& path, const std::map<std::string, Tensor>& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+SavedFile save_safetensors(const std::filesystem::path& path, const std::map<std::string, Tensor>& tensors,
+                           const std::map<std::string, std::string>& metadata) {
   const Layout l = layout(tensors, metadata, "save_safetensors(" + path.string() + ")");
   AtomicFileWriter writer(path);
   write_layout(l, [&](const void* data, size_t size) { writer.write(data, size); });
   writer.commit();
+  return SavedFile{writer.bytes_written(), writer.checksum()};
 }
 
 SafetensorsContents decode_safetensors(std::span<const uint8_t> bytes, const std::string& source) {

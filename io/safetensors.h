@@ -75,11 +75,17 @@ struct SafetensorsContents {
   std::map<std::string, std::string> metadata;
 };
 
+// What a save wrote: the file's size and its io::fnv1a64.
+struct SavedFile {
+  uint64_t bytes = 0;
+  uint64_t checksum = 0;
+};
+
 // Writes `tensors` (any strides; written row-major) and `metadata` to `path` atomically
 // (io/atomic_file.h): a reader sees the old file or the new one, never a mix. Throws
 // ctrax::Error for an empty name, a name "__metadata__", a non-CPU tensor, or I/O failure.
-void save_safetensors(const std::filesystem::path& path, const std::map<std::string, Tensor>& tensors,
-                      const std::map<std::string, std::string>& metadata = {});
+SavedFile save_safetensors(const std::filesystem::path& path, const std::map<std::string, Tensor>& tensors,
+                           const std::map<std::string, std::string>& metadata = {});
 
 // The bytes save_safetensors writes (for tests and for in-memory use).
 std::string encode_safetensors(const std::map<std::string, Tensor>& tensors,
