@@ -49,25 +49,53 @@ inline void binary_loop(const T* a, int64_t a_step, const T* b, int64_t b_step, 
   }
 }
 
-template <typename T>
-inline void binary_switch(BinaryKernel op, const T* a, int64_t as, const T* b, int64_t bs, T* out, int64_t n) {
-  switch (op) {
-    case BinaryKernel::add: return binary_loop<BinaryKernel::add>(a, as, b, bs, out, n);
-    case BinaryKernel::sub: return binary_loop<BinaryKernel::sub>(a, as, b, bs, out, n);
-    case BinaryKernel::mul: return binary_loop<BinaryKernel::mul>(a, as, b, bs, out, n);
-    case BinaryKernel::div: return binary_loop<BinaryKernel::div>(a, as, b, bs, out, n);
-    case BinaryKernel::maximum: return binary_loop<BinaryKernel::maximum>(a, as, b, bs, out, n);
-    case BinaryKernel::minimum: return binary_loop<BinaryKernel::minimum>(a, as, b, bs, out, n);
-    case BinaryKernel::relu_backward: return binary_loop<BinaryKernel::relu_backward>(a, as, b, bs, out, n);
-  }
-}
-
 // `rows` rows of n: row r reads a + r * a_row and b + r * b_row (0: the same row for all) and
 // writes out + r * n. One call for a whole [rows, n] op, e.g. a bias add, instead of one per row.
+template <BinaryKernel Op, typename T>
+inline void binary_rows_loop(const T* a, int64_t a_row, int64_t as, const T* b, int64_t b_row, int64_t bs, T* out,
+                             int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) binary_loop<Op>(a + r * a_row, as, b + r * b_row, bs, out + r * n, n);
+}
+
+// An operand that is whole rows (row == n, step 1) or one value (row 0, and step 0 or rows of
+// one element) reads the same elements as one flat row of rows * n; `flat_step` is then its step
+// in that row (1 or 0).
+inline bool flat_operand(int64_t row, int64_t step, int64_t n, int64_t& flat_step) {
+  if (step == 1 && row == n) {
+    flat_step = 1;
+    return true;
+  }
+  if (row == 0 && (step == 0 || n == 1)) {
+    flat_step = 0;
+    return true;
+  }
+  return false;
+}
+
 template <typename T>
 inline void binary_rows_switch(BinaryKernel op, const T* a, int64_t a_row, int64_t as, const T* b, int64_t b_row,
                                int64_t bs, T* out, int64_t rows, int64_t n) {
-  for (int64_t r = 0; r < rows; ++r) binary_switch(op, a + r * a_row, as, b + r * b_row, bs, out + r * n, n);
+  // [rows, 1] or a contiguous [rows, n] with a contiguous or scalar other operand: one flat
+  // row (a [256, 1] op would otherwise be 256 loops of one element).
+  int64_t a_flat = 0, b_flat = 0;
+  if (rows > 1 && flat_operand(a_row, as, n, a_flat) && flat_operand(b_row, bs, n, b_flat)) {
+    n *= rows;
+    rows = 1;
+    as = a_flat;
+    bs = b_flat;
+  }
+  switch (op) {
+    case BinaryKernel::add: return binary_rows_loop<BinaryKernel::add>(a, a_row, as, b, b_row, bs, out, rows, n);
+    case BinaryKernel::sub: return binary_rows_loop<BinaryKernel::sub>(a, a_row, as, b, b_row, bs, out, rows, n);
+    case BinaryKernel::mul: return binary_rows_loop<BinaryKernel::mul>(a, a_row, as, b, b_row, bs, out, rows, n);
+    case BinaryKernel::div: return binary_rows_loop<BinaryKernel::div>(a, a_row, as, b, b_row, bs, out, rows, n);
+    case BinaryKernel::maximum:
+      return binary_rows_loop<BinaryKernel::maximum>(a, a_row, as, b, b_row, bs, out, rows, n);
+    case BinaryKernel::minimum:
+      return binary_rows_loop<BinaryKernel::minimum>(a, a_row, as, b, b_row, bs, out, rows, n);
+    case BinaryKernel::relu_backward:
+      return binary_rows_loop<BinaryKernel::relu_backward>(a, a_row, as, b, b_row, bs, out, rows, n);
+  }
 }
 
 template <UnaryKernel Op, typename T>

@@ -212,6 +212,15 @@ void run_reduction(const ReduceLayout& L, const typename P::In* x, typename P::O
     for (int64_t o = 0; o < L.n_out; ++o) out[o] = p.finish(p.init(o));
     return;
   }
+  if (L.n_red == 1) {  // one element per output (a sum over a size-1 axis): no runs to walk
+    int64_t kidx[kMaxRank] = {};
+    int64_t koff = 0;
+    for (int64_t o = 0; o < L.n_out; ++o) {
+      out[o] = p.finish(p.step(p.init(o), x[koff], 0));
+      if (o + 1 < L.n_out) koff += step_offset(kidx, L.kept_dims, L.kept_strides, L.kept_rank);
+    }
+    return;
+  }
   const bool row_mode = L.kept_rank > 0 && L.kept_strides[L.kept_rank - 1] == 1 && L.red_rank > 0 &&
                         L.red_strides[L.red_rank - 1] != 1;
   const int64_t work = L.n_out * L.n_red;

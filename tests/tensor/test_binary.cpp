@@ -394,7 +394,11 @@ TEST_CASE("binary ops over whole or repeated rows (one kernel call) match the el
     Shape a, b;
   };
   for (const Case& c : std::vector<Case>{{{64, 20}, {20}}, {{20}, {64, 20}}, {{64, 20}, {64, 20}}, {{2, 3, 17}, {17}},
-                                         {{5, 2}, {2}}, {{1, 40}, {40}}, {{8, 1, 24}, {24}}}) {
+                                         {{5, 2}, {2}}, {{1, 40}, {40}}, {{8, 1, 24}, {24}},
+                                         // Flat layouts (one row of rows * n): [rows, 1] columns,
+                                         // a column and one value, whole rows and one value.
+                                         {{256, 1}, {256, 1}}, {{256, 1}, {1}}, {{1}, {256, 1}},
+                                         {{3, 256, 1}, {1, 1}}, {{64, 20}, {1, 1}}, {{7, 5}, {7, 5}}}) {
     CAPTURE(c.a);
     CAPTURE(c.b);
     const Tensor a = random_tensor(c.a, DType::float32, 1);

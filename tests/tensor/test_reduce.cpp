@@ -165,6 +165,14 @@ std::vector<std::pair<std::string, Tensor>> layouts(DType dtype, uint64_t seed) 
   };
 }
 
+// Size-1 axes: a reduction over only those has one element per output (its own loop).
+std::vector<std::pair<std::string, Tensor>> unit_axis_layouts(DType dtype, uint64_t seed) {
+  return {{"[4, 1, 5]", random_tensor(Shape{4, 1, 5}, dtype, seed)},
+          {"[1, 6, 1]", random_tensor(Shape{1, 6, 1}, dtype, seed + 1)},
+          {"[1, 6, 1] from a transposed [1, 1, 6]", random_tensor(Shape{1, 1, 6}, dtype, seed + 2).permute({0, 2, 1})},
+          {"[1, 1, 1]", random_tensor(Shape{1, 1, 1}, dtype, seed + 3)}};
+}
+
 std::vector<std::vector<int>> axis_subsets() {
   return {{}, {0}, {1}, {2}, {0, 1}, {0, 2}, {1, 2}, {0, 1, 2}, {-1}, {-3, -1}, {2, 0}, {-2}};
 }
@@ -188,6 +196,36 @@ TEST_CASE("reduce: every op, every axis subset, every layout (float32, float64)"
             check_close(got, shape, ref, reduce_tolerance(dtype), what);
           }
         }
+      }
+    }
+  }
+}
+
+TEST_CASE("reduce: every op over size-1 axes (one element per output), with NaN and infinities") {
+  for (DType dtype : {DType::float32, DType::float64}) {
+    auto cases = unit_axis_layouts(dtype, 5);
+    cases.emplace_back("[3, 1] with NaN and infinities",
+                       from_vector<double>({kNaN, kInf, -kInf}, Shape{3, 1}).to(dtype));
+    for (const auto& [layout, x] : cases) {
+      for (const ReduceCase& c : all_reductions()) {
+        for (const auto& axes : std::vector<std::vector<int>>{{1}, {-1}, {0}, {0, 1}}) {
+          if (axes[0] >= x.rank() || -axes[0] > x.rank()) continue;
+          for (bool keepdims : {false, true}) {
+            Shape shape;
+            const std::vector<double> ref = ref_reduce(x, axes, keepdims, c.ref, shape);
+            const std::string what = std::string(c.name) + " " + dtype_name(dtype) + " " + layout + " axes " +
+                                     std::to_string(axes.size()) + " first " + std::to_string(axes[0]) +
+                                     (keepdims ? " keepdims" : "");
+            check_close(c.op(x, axes, keepdims), shape, ref, reduce_tolerance(dtype), what);
+          }
+        }
+      }
+      for (int axis : {0, -1}) {
+        Shape shape;
+        check_close(argmax(x, axis), shape, ref_reduce(x, {axis}, false, ref_argmax, shape), {0, 0},
+                    "argmax " + layout);
+        check_close(argmin(x, axis), shape, ref_reduce(x, {axis}, false, ref_argmin, shape), {0, 0},
+                    "argmin " + layout);
       }
     }
   }
