@@ -248,14 +248,23 @@ Stack Trainer::loss_inputs(const Stack& outputs, const Split& split, const Layer
   return items;
 }
 
-Metrics Trainer::metrics_of(const Stack& outputs, const Split& split, Mode mode) const {
+std::vector<Tensor> Trainer::metric_tensors(const Stack& outputs, const Split& split, Mode mode) const {
+  std::vector<Tensor> values;
+  for (const auto& [name, layer] : options_.metrics)
+    values.push_back(
+        layer->apply(loss_inputs(outputs, split, *layer), layer->weights(), layer->state(), Key(), mode).outputs[0]);
+  return values;
+}
+
+Metrics Trainer::metrics_of(std::span<const Tensor> values) const {
   Metrics m;
-  for (const auto& [name, layer] : options_.metrics) {
-    const Stack r = layer->apply(loss_inputs(outputs, split, *layer), layer->weights(), layer->state(), Key(), mode)
-                        .outputs;
-    m[name] = scalar_of(r[0], "metric \"" + name + "\"");
-  }
+  size_t i = 0;
+  for (const auto& [name, layer] : options_.metrics) m[name] = scalar_of(values[i++], "metric \"" + name + "\"");
   return m;
+}
+
+Metrics Trainer::metrics_of(const Stack& outputs, const Split& split, Mode mode) const {
+  return metrics_of(metric_tensors(outputs, split, mode));
 }
 
 Metrics Trainer::train_step(bool with_metrics) { return train_step(options_.train_stream(step_), with_metrics); }
@@ -285,6 +294,11 @@ std::vector<Tensor> Trainer::loss_and_gradients(const std::vector<Tensor>& batch
   out.insert(out.end(), outputs.begin(), outputs.end());
   for (const Tensor& t : result.aux[1].leaves()) out.push_back(t);
   new_state_structure_ = result.aux[1];
+  // The metrics of a logged step, from this forward pass (before the update), in the same plan.
+  if (step_metrics_) {
+    NoGradScope no_grad;
+    for (const Tensor& m : metric_tensors(Stack(outputs.begin(), outputs.end()), s, Mode::train)) out.push_back(m);
+  }
   return out;
 }
 
@@ -298,14 +312,19 @@ Metrics Trainer::train_step(const Batch& batch, bool with_metrics) {
   const Key next_rng = keys.first;
   std::vector<Tensor> batch_and_state(batch.begin(), batch.end());
   for (const Tensor& t : state_.leaves()) batch_and_state.push_back(t);
+  const bool logged = step_ % options_.log_every_steps == 0 && (with_metrics || !sinks_.empty());
+  step_metrics_ = logged && !options_.metrics.empty();
   // The step's key is the call's key: a plan's dropout and other draws use each step's own.
-  const std::vector<Tensor>& out = compiled_step_(batch_and_state, keys.second, weights_generation_);
+  // Steps with and without metrics are separate plans.
+  const std::vector<Tensor>& out =
+      compiled_step_(batch_and_state, keys.second, {weights_generation_, step_metrics_ ? 1u : 0u});
   const std::span<const Tensor> results(out);
   const size_t n_grads = weights_.num_leaves();
+  const size_t n_state = new_state_structure_.num_leaves();
   const double loss = scalar_of(out[0], "the loss");
   const Tree gradients = weights_.with_leaves(results.subspan(1, n_grads));
   const OptimizerStats stats = options_.optimizer->update(step_, learning_rate, gradients, weights_, slots_);
-  state_ = new_state_structure_.with_leaves(results.subspan(1 + n_grads + n_model_outputs_));
+  state_ = new_state_structure_.with_leaves(results.subspan(1 + n_grads + n_model_outputs_, n_state));
   rng_ = next_rng;
   ++step_;
   options_.model->set_state(state_);
@@ -315,12 +334,9 @@ Metrics Trainer::train_step(const Batch& batch, bool with_metrics) {
   row["learning_rate"] = learning_rate;
   row["gradients_l2"] = stats.gradients_l2;
   row["weights_l2"] = stats.weights_l2;
-  const bool logged = (step_ - 1) % options_.log_every_steps == 0;
-  if ((logged && (with_metrics || !sinks_.empty()))) {
-    const Split s = split_batch(batch, "train", step_ - 1);
-    const Stack outputs(results.begin() + 1 + static_cast<std::ptrdiff_t>(n_grads),
-                        results.begin() + 1 + static_cast<std::ptrdiff_t>(n_grads + n_model_outputs_));
-    for (const auto& [name, value] : metrics_of(outputs, s, Mode::train)) row[name] = value;
+  if (logged) {
+    for (const auto& [name, value] : metrics_of(results.subspan(1 + n_grads + n_model_outputs_ + n_state)))
+      row[name] = value;
     log(step_, "train", row);
   }
   return row;

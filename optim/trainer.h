@@ -50,6 +50,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -166,6 +167,9 @@ class Trainer {
   struct Split;  // a batch cut into inputs, targets and weights
   Split split_batch(const Batch& batch, const char* stream, int64_t index) const;
   Stack loss_inputs(const Stack& outputs, const Split& split, const Layer& loss_or_metric) const;
+  // The metric layers' one-element results, in options_.metrics order, and their values.
+  std::vector<Tensor> metric_tensors(const Stack& outputs, const Split& split, Mode mode) const;
+  Metrics metrics_of(std::span<const Tensor> values) const;
   Metrics metrics_of(const Stack& outputs, const Split& split, Mode mode) const;
   void log(int64_t step, const char* phase, const Metrics& metrics);
   void validate_and_init();
@@ -185,6 +189,7 @@ class Trainer {
   CompiledFunction compiled_step_;  // runs loss_and_gradients
   uint64_t weights_generation_ = 0;  // changes when weights_ is replaced: plans read its storages
   size_t n_model_outputs_ = 0;       // leaves of the model's outputs, set by loss_and_gradients
+  bool step_metrics_ = false;        // read by loss_and_gradients: this step also computes the metrics
   Tree new_state_structure_;         // the structure of the new state, set by loss_and_gradients
   std::vector<std::shared_ptr<MetricsSink>> sinks_;
   std::unique_ptr<io::CheckpointDirectory> checkpoints_;
