@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "../../kernels/check.h"
+#include "../../kernels/elementwise/activation_backward.h"
 #include "../../kernels/elementwise/elementwise.h"
 #include "../../tensor/ops.h"
 #include "../derivatives.h"
@@ -68,6 +69,30 @@ Tensor fused(const Tensor& g, const Tensor& saved, F dydx_times_g, D on_device) 
   return on_device(g, saved);
 }
 
+// The vectorised kernel of kernels/elementwise/activation_backward.h for contiguous CPU
+// gradients (the same bits as fused_on_host's loop); an undefined tensor when it does not apply.
+Tensor activation_backward_kernel(kernels::ActivationBackward op, const Tensor& g, const Tensor& y) {
+  if (!g.device().is_cpu() || device_formulas_on_cpu() || !g.is_contiguous() || !y.is_contiguous() ||
+      g.dtype() != y.dtype() || g.shape() != y.shape() || !is_floating(g.dtype()))
+    return Tensor();
+  Tensor out(g.shape(), g.dtype());
+  dispatch_floating(g.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    detail::KernelScope scope;
+    detail::run_kernel([op, gp = g.data<T>(), yp = y.data<T>(), o = out.data<T>(), n = g.numel()] {
+      kernels::activation_backward(op, gp, yp, o, n);
+    });
+  });
+  return out;
+}
+
+// fused() for an activation that has a vectorised backward kernel: that kernel when it applies.
+template <typename F, typename D>
+Tensor fused(const Tensor& g, const Tensor& saved, F dydx_times_g, D on_device, kernels::ActivationBackward kernel) {
+  if (Tensor out = activation_backward_kernel(kernel, g, saved); out.defined()) return out;
+  return fused(g, saved, dydx_times_g, on_device);
+}
+
 // For the few derivatives without ops for their formula on a device (the exact gelu's erf):
 // computed on the CPU and moved back.
 template <typename F>
@@ -119,12 +144,12 @@ void reciprocal_backward(const BackwardContext& c, std::span<Tensor> dx) {
 // tanh' = 1 - y^2.
 void tanh_backward(const BackwardContext& c, std::span<Tensor> dx) {
   dx[0] = fused(g0(c), y0(c), [](auto g, auto y) { return g * (1 - y * y); },
-                [](const Tensor& g, const Tensor& y) { return g * (1.0 - y * y); });
+                [](const Tensor& g, const Tensor& y) { return g * (1.0 - y * y); }, kernels::ActivationBackward::tanh);
 }
 // sigmoid' = y (1 - y).
 void sigmoid_backward(const BackwardContext& c, std::span<Tensor> dx) {
   dx[0] = fused(g0(c), y0(c), [](auto g, auto y) { return g * y * (1 - y); },
-                [](const Tensor& g, const Tensor& y) { return g * y * (1.0 - y); });
+                [](const Tensor& g, const Tensor& y) { return g * y * (1.0 - y); }, kernels::ActivationBackward::sigmoid);
 }
 // softplus' = sigmoid(x), written so that exp never overflows.
 void softplus_backward(const BackwardContext& c, std::span<Tensor> dx) {

@@ -4,6 +4,7 @@
 // precision std:: functions over their whole range, including extremes, infinities, NaN and
 // denormals.
 #include <ctrax/kernels/cpu_features.h>
+#include <ctrax/kernels/elementwise/activation_backward.h>
 #include <ctrax/kernels/elementwise/elementwise.h>
 #include <ctrax/kernels/elementwise/vec_math.h>
 
@@ -267,6 +268,60 @@ TEST_CASE("elementwise kernels: float32 exp, tanh and sigmoid accuracy on every 
   CHECK(sigmoid_f32(-kInff) == 0.0f);
   CHECK(sigmoid_f32(0.0f) == 0.5f);
   CHECK(std::isnan(sigmoid_f32(kNaNf)));
+}
+
+}  // namespace ctrax::test
+
+namespace ctrax::test {
+
+namespace {
+
+// The plain expressions the activation backward kernels must reproduce bit for bit (this file
+// is compiled for the baseline ISA, which has no FMA to contract them into).
+template <typename T>
+T tanh_backward_reference(T g, T y) {
+  return g * (T(1) - y * y);
+}
+template <typename T>
+T sigmoid_backward_reference(T g, T y) {
+  return g * y * (T(1) - y);
+}
+
+template <typename T>
+void check_activation_backward(ElementwiseIsa isa) {
+  for (int64_t n : kLengths) {
+    const std::vector<T> g = test_values<T>(n, 7 + static_cast<uint64_t>(n), -3.0, 3.0);
+    const std::vector<T> y = test_values<T>(n, 9 + static_cast<uint64_t>(n), -1.0, 1.0);
+    for (const auto op : {kernels::ActivationBackward::tanh, kernels::ActivationBackward::sigmoid}) {
+      std::vector<T> out(static_cast<size_t>(n), T(-7));
+      kernels::activation_backward(op, g.data(), y.data(), out.data(), n);
+      std::vector<T> in_place = g;  // out may be g
+      kernels::activation_backward(op, in_place.data(), y.data(), in_place.data(), n);
+      bool all_same = true;
+      for (int64_t i = 0; i < n; ++i) {
+        const T want = op == kernels::ActivationBackward::tanh ? tanh_backward_reference(g[i], y[i])
+                                                               : sigmoid_backward_reference(g[i], y[i]);
+        all_same = all_same && same(out[i], want) && same(in_place[i], want);
+      }
+      CHECK_MESSAGE(all_same, "n = " << n << ", op " << static_cast<int>(op));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("elementwise kernels: tanh and sigmoid backward equal the plain expression bit for bit on every ISA") {
+  IsaGuard guard;
+  for (ElementwiseIsa isa : kIsas) {
+    if (!kernels::elementwise_isa_supported(isa)) {
+      MESSAGE("skipping " << std::string(kernels::elementwise_isa_name(isa)) << ": not supported by this CPU");
+      continue;
+    }
+    INFO("isa " << std::string(kernels::elementwise_isa_name(isa)));
+    kernels::force_elementwise_isa(isa);
+    check_activation_backward<float>(isa);
+    check_activation_backward<double>(isa);
+  }
 }
 
 }  // namespace ctrax::test
