@@ -15,6 +15,9 @@
 #include "../kernels/check.h"
 #include "posix_file.h"
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 namespace ctrax::io {
 
 namespace {
@@ -100,6 +103,19 @@ namespace {
 constexpr size_t kWriteBuffer = size_t{256} << 10;
 }  // namespace
 
+// XXH3 through libxxhash's header, inlined (XXH_INLINE_ALL): nothing to link, and the
+// installed ctrax needs no xxhash.
+struct Xxh3Stream::State {
+  XXH3_state_t xxh;
+};
+
+Xxh3Stream::Xxh3Stream() : state_(std::make_unique<State>()) { XXH3_64bits_reset(&state_->xxh); }
+Xxh3Stream::~Xxh3Stream() = default;
+void Xxh3Stream::update(const void* data, size_t size) { XXH3_64bits_update(&state_->xxh, data, size); }
+uint64_t Xxh3Stream::digest() const { return XXH3_64bits_digest(&state_->xxh); }
+
+uint64_t xxh3_64(const void* data, size_t size) { return XXH3_64bits(data, size); }
+
 uint64_t fnv1a64(const void* data, size_t size, uint64_t seed) {
   const auto* bytes = static_cast<const uint8_t*>(data);
   uint64_t hash = seed;
@@ -113,7 +129,7 @@ uint64_t fnv1a64(const void* data, size_t size, uint64_t seed) {
 void AtomicFileWriter::write(const void* data, size_t size) {
   CTRAX_REQUIRE(!committed_, "AtomicFileWriter: write to ", path_.string(), " after commit()");
   CTRAX_REQUIRE(fd_ >= 0, "AtomicFileWriter: write to ", path_.string(), " after a failed write or commit");
-  checksum_ = fnv1a64(data, size, checksum_);
+  checksum_.update(data, size);
   written_ += size;
   const auto* in = static_cast<const char*>(data);
   if (buffer_.size() + size > kWriteBuffer) {

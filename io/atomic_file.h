@@ -15,11 +15,27 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace ctrax::io {
+
+// xxh3_64 of bytes given in pieces (below).
+class Xxh3Stream {
+ public:
+  Xxh3Stream();
+  ~Xxh3Stream();
+  Xxh3Stream(const Xxh3Stream&) = delete;
+  Xxh3Stream& operator=(const Xxh3Stream&) = delete;
+  void update(const void* data, size_t size);
+  uint64_t digest() const;
+
+ private:
+  struct State;  // libxxhash's XXH3 state (atomic_file.cpp)
+  std::unique_ptr<State> state_;
+};
 
 // Streams bytes into a temporary file and commits them to `path` on commit(). Destroying it
 // without commit() removes the temporary file and leaves `path` untouched. Errors (cannot create,
@@ -36,9 +52,9 @@ class AtomicFileWriter {
   void write(const void* data, size_t size);
   void write(std::string_view bytes) { write(bytes.data(), bytes.size()); }
   uint64_t bytes_written() const { return written_; }
-  // fnv1a64 of every byte written so far (a checkpoint's manifest records it without reading
+  // xxh3_64 of every byte written so far (a checkpoint's manifest records it without reading
   // the file back).
-  uint64_t checksum() const { return checksum_; }
+  uint64_t checksum() const { return checksum_.digest(); }
   // Flush, fsync, close, rename over the destination, fsync the directory.
   void commit();
 
@@ -54,13 +70,16 @@ class AtomicFileWriter {
   int fd_ = -1;
   uint64_t written_ = 0;  // bytes given to write()
   uint64_t in_file_ = 0;  // bytes the file holds so far
-  uint64_t checksum_ = 0xcbf29ce484222325ULL;  // fnv1a64's seed
+  Xxh3Stream checksum_;
   std::vector<char> buffer_;
   bool committed_ = false;
 };
 
-// FNV-1a (64-bit) over a byte range, chained through `seed`; the checksum checkpoint manifests
-// record. Detects torn or corrupted files; not a defence against deliberate tampering.
+// The checksums of checkpoint manifests (io/checkpoint.h). They detect torn or corrupted files;
+// neither is a defence against deliberate tampering.
+// XXH3 (64-bit, seed 0; libxxhash's XXH3_64bits) over a byte range: format version 2.
+uint64_t xxh3_64(const void* data, size_t size);
+// FNV-1a (64-bit) over a byte range, chained through `seed`: format version 1.
 uint64_t fnv1a64(const void* data, size_t size, uint64_t seed = 0xcbf29ce484222325ULL);
 
 // Writes `contents` to `path` atomically (AtomicFileWriter in one call).

@@ -83,22 +83,25 @@ void remove_file(const std::filesystem::path& path) {
     CTRAX_THROW(path.string(), ": cannot remove: ", errno_text(errno));
 }
 
-// Size and FNV-1a of a whole file, read in chunks (never the whole file at once).
-std::pair<uint64_t, uint64_t> size_and_checksum(const std::filesystem::path& path) {
+// Size and checksum of a whole file, read in chunks (never the whole file at once): XXH3-64
+// for format version 2, FNV-1a 64 for version 1.
+std::pair<uint64_t, uint64_t> size_and_checksum(const std::filesystem::path& path, int64_t version) {
   uint64_t size = 0;
   const detail::UniqueFd fd = detail::open_for_reading(path, size);
   // At most 1 MiB at a time, and not zeroed first: pread fills what is hashed (a checkpoint's
   // save spent a fifth of its instructions clearing a 1 MiB buffer for a 400 KB file).
   const size_t capacity = static_cast<size_t>(std::min<uint64_t>(size, uint64_t{1} << 20));
   const std::unique_ptr<char[]> buffer = std::make_unique_for_overwrite<char[]>(std::max<size_t>(capacity, 1));
-  uint64_t hash = 0xcbf29ce484222325ULL;  // fnv1a64's default seed
+  uint64_t fnv = 0xcbf29ce484222325ULL;  // fnv1a64's default seed
+  Xxh3Stream xxh3;
   for (uint64_t offset = 0; offset < size;) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(capacity, size - offset));
     detail::pread_exact(fd.get(), buffer.get(), n, offset, path);
-    hash = fnv1a64(buffer.get(), n, hash);
+    if (version >= 2) xxh3.update(buffer.get(), n);
+    else fnv = fnv1a64(buffer.get(), n, fnv);
     offset += n;
   }
-  return {size, hash};
+  return {size, version >= 2 ? xxh3.digest() : fnv};
 }
 
 std::string hex64(uint64_t value) {
@@ -364,9 +367,9 @@ Checkpoint CheckpointDirectory::load(int64_t step) const {
   const std::string format = m.string("format");
   if (format != kFormat) m.fail("the format is \"" + format + "\", expected \"" + kFormat + "\"");
   const int64_t version = m.integer("version");
-  if (version != kCheckpointFormatVersion)
-    m.fail("the format version is " + std::to_string(version) + "; this build reads version " +
-           std::to_string(kCheckpointFormatVersion));
+  if (version < kOldestCheckpointFormatVersion || version > kCheckpointFormatVersion)
+    m.fail("the format version is " + std::to_string(version) + "; this build reads versions " +
+           std::to_string(kOldestCheckpointFormatVersion) + " to " + std::to_string(kCheckpointFormatVersion));
   const int64_t manifest_step = m.integer("step");
   if (manifest_step != step)
     m.fail("the manifest says step " + std::to_string(manifest_step) + " but its file name says step " +
@@ -401,7 +404,7 @@ Checkpoint CheckpointDirectory::load(int64_t step) const {
   const std::filesystem::path tensors_path = directory_ / file;
   if (!std::filesystem::exists(tensors_path, ec))
     m.fail("its tensors file " + tensors_path.string() + " does not exist");
-  const auto [size, actual] = size_and_checksum(tensors_path);
+  const auto [size, actual] = size_and_checksum(tensors_path, version);
   if (size != bytes)
     CTRAX_THROW(tensors_path.string(), ": the file is ", size, " bytes but the manifest ", manifest_path.string(),
                 " says ", bytes, " (a torn or replaced file)");

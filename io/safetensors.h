@@ -75,7 +75,7 @@ struct SafetensorsContents {
   std::map<std::string, std::string> metadata;
 };
 
-// What a save wrote: the file's size and its io::fnv1a64.
+// What a save wrote: the file's size and its io::xxh3_64.
 struct SavedFile {
   uint64_t bytes = 0;
   uint64_t checksum = 0;

@@ -14,6 +14,7 @@ packages=(
   doctest-dev         # tests
   libbenchmark-dev    # benchmarks (Google Benchmark)
   nlohmann-json3-dev  # JSON (configs, logs)
+  libxxhash-dev       # XXH3 checksums of checkpoint files (header-only use)
   libcli11-dev        # command-line parsing (tools)
   libtomlplusplus-dev # TOML configs
   gnuplot-nox         # plots of benchmark and training results

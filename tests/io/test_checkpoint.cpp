@@ -120,12 +120,51 @@ TEST_CASE("checkpoint: save and load round-trip tensors and fields") {
   CHECK(m.at("tensors_bytes") == tensor_bytes.size());
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx",
-                static_cast<unsigned long long>(fnv1a64(tensor_bytes.data(), tensor_bytes.size())));
+                static_cast<unsigned long long>(xxh3_64(tensor_bytes.data(), tensor_bytes.size())));
   CHECK(m.at("tensors_checksum") == hex);
   check_same_tensors(load_safetensors(ckpt.directory() / "checkpoint-0000000042.safetensors").tensors, tensors);
 
   // A second directory object sees the same checkpoints.
   CHECK(CheckpointDirectory(ckpt.directory()).latest_step() == 42);
+}
+
+TEST_CASE("checkpoint: a version 1 manifest (FNV-1a checksum) still loads, its checksum checked as FNV-1a") {
+  TempDir dir;
+  CheckpointDirectory ckpt(dir.path() / "ckpt");
+  const std::map<std::string, Tensor> tensors{{"w", from_vector<float>({1.5f, -2.0f, 3.25f}, Shape{3})}};
+  ckpt.save(3, tensors, {{"epoch", int64_t{3}}});
+  const std::filesystem::path manifest = ckpt.directory() / "checkpoint-0000000003.json";
+  const std::string tensor_bytes = read_bytes(ckpt.directory() / "checkpoint-0000000003.safetensors");
+  auto hex_of = [](uint64_t v) {
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(v));
+    return std::string(hex);
+  };
+  nlohmann::json m = nlohmann::json::parse(read_bytes(manifest));
+  CHECK(m.at("version") == 2);
+  CHECK(m.at("tensors_checksum") == hex_of(xxh3_64(tensor_bytes.data(), tensor_bytes.size())));
+  // As an older ctrax wrote it: version 1, FNV-1a.
+  m["version"] = 1;
+  m["tensors_checksum"] = hex_of(fnv1a64(tensor_bytes.data(), tensor_bytes.size()));
+  write_bytes(manifest, m.dump());
+  const Checkpoint c = ckpt.load(3);
+  CHECK(c.int_field("epoch") == 3);
+  CHECK(same_tensor(c.tensor("w"), tensors.at("w")));
+  // A version 1 manifest with an XXH3 checksum does not match.
+  m["tensors_checksum"] = hex_of(xxh3_64(tensor_bytes.data(), tensor_bytes.size()));
+  write_bytes(manifest, m.dump());
+  CHECK_THROWS_WITH_AS(ckpt.load(3), doctest::Contains("(the file is corrupted)"), Error);
+}
+
+TEST_CASE("checkpoint: xxh3_64 matches libxxhash's XXH3 test vectors, and the writer's streamed checksum equals it") {
+  CHECK(xxh3_64("", 0) == 0x2d06800538d394c2ULL);
+  CHECK(xxh3_64("a", 1) == 0xe6c632b61e964e1fULL);
+  std::string long_text;
+  for (int i = 0; i < 5000; ++i) long_text += static_cast<char>('a' + i % 26);
+  Xxh3Stream stream;
+  for (size_t at = 0; at < long_text.size(); at += 777)
+    stream.update(long_text.data() + at, std::min<size_t>(777, long_text.size() - at));
+  CHECK(stream.digest() == xxh3_64(long_text.data(), long_text.size()));
 }
 
 TEST_CASE("checkpoint: fnv1a64 matches the published test vectors and chains") {
@@ -269,7 +308,8 @@ TEST_CASE("checkpoint: bad manifests are refused with the manifest's name and th
   check_refused(with([](auto& m) { m["format"] = "safetensors"; }), "the format is \"safetensors\", expected \"ctrax-checkpoint\"");
   check_refused(with([](auto& m) { m["version"] = "1"; }), "\"version\" is a string, expected an integer");
   check_refused(with([](auto& m) { m["version"] = 1.0; }), "\"version\" is a float, expected an integer");
-  check_refused(with([](auto& m) { m["version"] = 2; }), "the format version is 2; this build reads version 1");
+  check_refused(with([](auto& m) { m["version"] = 3; }), "the format version is 3; this build reads versions 1 to 2");
+  check_refused(with([](auto& m) { m["version"] = 0; }), "the format version is 0; this build reads versions 1 to 2");
   check_refused(with([](auto& m) { m["step"] = 6; }), "the manifest says step 6 but its file name says step 5");
   check_refused(with([](auto& m) { m["step"] = nullptr; }), "\"step\" is null, expected an integer");
   check_refused(with([](auto& m) { m["step"] = UINT64_MAX; }), "\"step\" is 18446744073709551615, larger than 2^63 - 1");
@@ -327,7 +367,7 @@ TEST_CASE("checkpoint: tensor files that are missing, torn, corrupted or malform
   nlohmann::json m = nlohmann::json::parse(read_bytes(manifest));
   m["tensors_bytes"] = bad.size();
   char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(bad.data(), bad.size())));
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(xxh3_64(bad.data(), bad.size())));
   m["tensors_checksum"] = hex;
   write_bytes(manifest, m.dump());
   msg = load_error();
