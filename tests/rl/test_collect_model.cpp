@@ -1,0 +1,72 @@
+// CollectModel (rl/collect_model.h): the compiled collection step runs the policy's forward and
+// the action sampling as one plan that draws from each call's key. It equals act() followed by
+// the distribution's eager sample() bit for bit, and in steady state allocates only the two
+// copies it returns.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ctrax/ctrax.h>
+#include <ctrax/rl/collect_model.h>
+
+using namespace ctrax;
+
+namespace {
+
+bool bitwise_equal(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+  const Tensor ac = a.contiguous(), bc = b.contiguous();
+  return std::memcmp(ac.raw_data(), bc.raw_data(), static_cast<size_t>(ac.numel()) * ac.element_size()) == 0;
+}
+
+// A policy network over observations [B, L, 3] whose output feeds `distribution`.
+std::unique_ptr<Trainer> policy_trainer(const Distribution& distribution, bool compile) {
+  TrainerOptions o;
+  o.model = Serial({Dense(16), Tanh(), Dense(distribution.n_inputs())});
+  o.loss = L2Loss();
+  o.optimizer = std::make_shared<Adam>(AdamOptions{});
+  o.compile = compile;
+  o.train_stream = [n = distribution.n_inputs()](int64_t index) {
+    return Batch{normal(fold_in(Key(3), static_cast<uint64_t>(index)), {4, 1, 3}), zeros({4, 1, n})};
+  };
+  return std::make_unique<Trainer>(std::move(o));
+}
+
+void check_collection_plan(const Distribution& distribution) {
+  std::vector<std::string> lines;
+  const CompileLogSink previous = set_compile_log_sink([&](const std::string& l) { lines.push_back(l); });
+  const auto compiled_trainer = policy_trainer(distribution, true);
+  const auto eager_trainer = policy_trainer(distribution, false);
+  CollectModel compiled(*compiled_trainer, "policy_collect_state", "test");
+  CollectModel eager(*eager_trainer, "policy_collect_state", "test");
+  for (uint64_t step = 0; step < 6; ++step) {
+    const Tensor observations = normal(fold_in(Key(9), step), {4, 3});
+    const Key key = fold_in(Key(17), step);
+    for (const double temperature : {1.0, 0.5}) {
+      const AllocationStats before = allocation_stats();
+      const auto [actions, inputs] = compiled.act_and_sample(observations, false, distribution, key, temperature);
+      const int64_t allocated = allocation_stats().storages_allocated - before.storages_allocated;
+      if (step > 0) CHECK(allocated == 2);  // the two copies it returns
+      const Tensor want_inputs = eager.act(observations, false)[0];
+      CHECK(bitwise_equal(inputs, want_inputs));
+      CHECK(bitwise_equal(actions, distribution.sample(want_inputs, key, temperature)));
+    }
+  }
+  set_compile_log_sink(previous);
+  CHECK(lines.empty());
+  CHECK(compiled.compile_stats().recordings == 2);  // one plan per temperature
+  CHECK(compiled.compile_stats().replays == 10);
+}
+
+}  // namespace
+
+TEST_CASE("CollectModel: forward and sampling as one plan equal act() then sample(), Gaussian") {
+  check_collection_plan(Gaussian(Shape{2}, 1.0, LearnStd::separate));
+}
+
+TEST_CASE("CollectModel: forward and sampling as one plan equal act() then sample(), Categorical") {
+  check_collection_plan(Categorical(3));
+}
