@@ -4,7 +4,8 @@
 # yourself, e.g. RLtools' Pendulum PPO example, all interleaved over ROUNDS rounds. Writes
 # bench/results/pendulum_speed.md with the medians of wall time and peak memory. Builds nothing;
 # the other program is run as given, with OpenBLAS held to one thread and its kernel reported;
-# its "Final return: X" line is its result. OTHER_LABEL names it in the table. Peak memory is
+# its "Final return: X" line is its result. OTHER_LABEL names it in the table; OTHER_CORETYPES
+# (default "auto") lists the OpenBLAS core types to run it with, e.g. "auto SkylakeX". Peak memory is
 # measured twice for ctrax: the whole process tree (/usr/bin/time, which counts gnuplot drawing
 # the learning curve at the end) and ctrax's own process (its summary line, getrusage).
 # Usage: [OTHER_LABEL=...] bench/run_pendulum_speed.sh [path/to/ctrax] [rounds] [other program...]
@@ -15,6 +16,9 @@ rounds="${2:-5}"
 shift $(( $# >= 2 ? 2 : $# ))
 other=("$@")
 config="$here/../configs/ppo_pendulum_rltools.toml"
+# The other program runs once per OpenBLAS core type listed (auto: OpenBLAS's own choice, which
+# on a CPU it cannot identify is its slow generic Prescott kernel), each a row of its own.
+other_cores="${OTHER_CORETYPES:-auto}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -32,16 +36,22 @@ for ((r = 0; r < rounds; ++r)); do
   run_ctrax compiled_no_checkpoints --set agent.checkpoint_every=1000000
   run_ctrax eager --set agent.compile=false
   if ((${#other[@]})); then
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 OPENBLAS_VERBOSE=2 \
-      /usr/bin/time -f "%e %M" -o "$work/time_other_$r" "${other[@]}" > "$work/out_other_$r" 2>&1
-    grep -o 'Core: .*' "$work/out_other_$r" | head -1 > "$work/core_other" || true
-    grep -o 'Final return: [-0-9.]*' "$work/out_other_$r" | awk '{print $3}' > "$work/result_other_$r" || true
+    for core in $other_cores; do
+      name="other_$core"
+      coretype=()
+      [[ "$core" != auto ]] && coretype=(OPENBLAS_CORETYPE="$core")
+      env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "${coretype[@]}" OPENBLAS_NUM_THREADS=1 OPENBLAS_VERBOSE=2 \
+        /usr/bin/time -f "%e %M" -o "$work/time_${name}_$r" "${other[@]}" > "$work/out_${name}_$r" 2>&1
+      grep -o 'Core: .*' "$work/out_${name}_$r" | head -1 | sed 's/Core: //' > "$work/core_${name}" || true
+      grep -o 'Final return: [-0-9.]*' "$work/out_${name}_$r" | awk '{print $3}' > "$work/result_${name}_$r" || true
+    done
   fi
 done
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$work" "$rounds" "$here/results/pendulum_speed.md" "$load_before" "$load_after" "${OTHER_LABEL:-${other[*]:-}}" <<'PY'
+python3 - "$work" "$rounds" "$here/results/pendulum_speed.md" "$load_before" "$load_after" "${OTHER_LABEL:-${other[*]:-}}" "$other_cores" <<'PY'
 import glob, os, statistics, sys
 work, rounds, out, before, after, other = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
+other_cores = sys.argv[7].split()
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "unknown CPU")
 def read(kind, name):
     values = []
@@ -50,9 +60,15 @@ def read(kind, name):
         if os.path.exists(p) and open(p).read().strip():
             values.append([float(x) for x in open(p).read().split()])
     return values
-core = open(f"{work}/core_other").read().strip() if os.path.exists(f"{work}/core_other") else ""
+def core_of(name):
+    p = f"{work}/core_{name}"
+    return open(p).read().strip() if os.path.exists(p) and open(p).read().strip() else "not reported"
 names = [("compiled", "ctrax, compiled steps (default)"), ("compiled_no_checkpoints", "ctrax, compiled, no per-epoch checkpoints"),
-         ("eager", "ctrax, eager (agent.compile = false)")] + ([("other", other)] if other else [])
+         ("eager", "ctrax, eager (agent.compile = false)")]
+if other:
+    for c in other_cores:
+        how = "OpenBLAS picks its kernel" if c == "auto" else f"OPENBLAS_CORETYPE={c}"
+        names.append((f"other_{c}", f"{other}; {how}: {core_of('other_' + c)} kernel"))
 lines = ["# PPO on Pendulum-v1, RLtools' configuration: the whole run", "",
          "Written by `bench/run_pendulum_speed.sh`: configs/ppo_pendulum_rltools.toml, 300k environment steps (74 epochs",
          "of 4 x 1024), one thread, no early stop (the final epoch is confirmed on 100 greedy episodes). Wall time of",
@@ -60,7 +76,7 @@ lines = ["# PPO on Pendulum-v1, RLtools' configuration: the whole run", "",
          "learning-curve plot; peak resident memory of the process tree (`/usr/bin/time`: gnuplot, which draws the",
          "learning curve in a process of its own, counts) and of ctrax's own process (getrusage, in its summary line).", "",
          f"- CPU: {cpu}; ctrax threads: 1", f"- load average before: {before}; after: {after}",
-         f"- medians of {rounds} interleaved rounds" + (f"; the other program's OpenBLAS kernel: {core}" if core else ""), "",
+         f"- medians of {rounds} interleaved rounds; the other program's OpenBLAS kernel (OPENBLAS_VERBOSE=2) is in its row", "",
          "| run | wall time | peak memory, process tree | peak memory, ctrax's own process | final 100-episode return (median) |",
          "|---|---|---|---|---|"]
 for name, label in names:
