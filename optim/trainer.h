@@ -88,9 +88,10 @@ struct TrainerOptions {
   bool restore = true;                    // restore the newest checkpoint in output_dir, if any
   std::optional<Signature> input_signature;  // default: read from train batch 0
   std::vector<std::shared_ptr<MetricsSink>> sinks;  // in addition to the output directory's files
-  // Runs each training step's forward, backward and loss as a compiled plan (tensor/compile.h)
-  // after its first step with a batch signature: the same results bit for bit, without the
-  // per-op overhead. Off: every step runs eagerly.
+  // Runs each training step's forward, backward, loss (and, on logged steps, metrics) as a
+  // compiled plan (tensor/compile.h) after its first step with a batch signature, drawing from
+  // the step's key: the same results bit for bit, without the per-op overhead. Off: every step
+  // runs eagerly.
   bool compile = true;
 };
 
