@@ -370,6 +370,20 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
       detail::run_kernel([shape, base, strides] {
         detail::strided_loop<4>(shape, base, strides, [](std::array<char*, 4> p, std::array<int64_t, 4> st, int64_t n) {
           T* o = reinterpret_cast<T*>(p[0]);
+          constexpr auto kSize = static_cast<int64_t>(sizeof(T));
+          if (st[0] == kSize && st[1] == 1 && (st[2] == kSize || st[2] == 0) && (st[3] == kSize || st[3] == 0)) {
+            // A contiguous run with contiguous or single-value operands: both operands are read
+            // and one kept, a select the compiler vectorises (the strided loop below is not).
+            const auto* c = reinterpret_cast<const uint8_t*>(p[1]);
+            const T* x = reinterpret_cast<const T*>(p[2]);
+            const T* y = reinterpret_cast<const T*>(p[3]);
+            const int64_t xs = st[2] / kSize, ys = st[3] / kSize;
+            for (int64_t i = 0; i < n; ++i) {
+              const T xv = x[i * xs], yv = y[i * ys];
+              o[i] = c[i] != 0 ? xv : yv;
+            }
+            return;
+          }
           for (int64_t i = 0; i < n; ++i) {
             const bool c = *reinterpret_cast<const uint8_t*>(p[1] + i * st[1]) != 0;
             o[i] = *reinterpret_cast<const T*>(p[c ? 2 : 3] + i * st[c ? 2 : 3]);

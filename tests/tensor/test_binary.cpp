@@ -198,7 +198,10 @@ TEST_CASE("binary: reference check of where()") {
   for (DType d : kAllDTypes) {
     const std::vector<std::vector<Shape>> shape_sets = {
         {Shape{}, Shape{}, Shape{}},         {Shape{3, 4}, Shape{3, 4}, Shape{3, 4}}, {Shape{3, 1}, Shape{4}, Shape{}},
-        {Shape{2, 1, 4}, Shape{3, 1}, Shape{1, 4}}, {Shape{0, 4}, Shape{4}, Shape{1}}};
+        {Shape{2, 1, 4}, Shape{3, 1}, Shape{1, 4}}, {Shape{0, 4}, Shape{4}, Shape{1}},
+        // Contiguous runs with contiguous or single-value operands (the vectorised select).
+        {Shape{5, 7}, Shape{5, 7}, Shape{}}, {Shape{5, 7}, Shape{}, Shape{5, 7}}, {Shape{5, 7}, Shape{}, Shape{}},
+        {Shape{37}, Shape{37}, Shape{37}}, {Shape{256, 1}, Shape{256, 1}, Shape{1}}};
     for (const auto& shapes : shape_sets) {
       const Tensor cond = random_tensor(shapes[0], DType::boolean, seed++);
       const Tensor a = random_tensor(shapes[1], d, seed++, -5, 5);
