@@ -22,6 +22,17 @@ other_cores="${OTHER_CORETYPES:-auto}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
+# The single-core GEMM peak the run's GEMM throughput is compared with: bench_gemm's native
+# kernels on one thread at 256^3 and 512^3 (the better median), beside the ctrax binary's build.
+bench_gemm="${BENCH_GEMM:-$(dirname "$ctrax")/../bench/bench_gemm}"
+gemm_peak() {
+  [[ -x "$bench_gemm" ]] || return 0
+  "$bench_gemm" --benchmark_filter='^sgemm/native/t1/(256x256x256|512x512x512)/' --benchmark_repetitions=3 \
+    --benchmark_report_aggregates_only=true --benchmark_format=json 2> /dev/null |
+    python3 -c "import json, sys; print(max(b['GFLOP/s'] for b in json.load(sys.stdin)['benchmarks'] if b.get('aggregate_name') == 'median'))" \
+    >> "$work/gemm_peak" || true
+}
+gemm_peak
 run_ctrax() {  # name, extra --set flags...
   local name="$1"
   shift
@@ -29,6 +40,7 @@ run_ctrax() {  # name, extra --set flags...
   /usr/bin/time -f "%e %M" -o "$work/time_${name}_$r" "$ctrax" train "$config" --threads 1 --output-dir "$dir" \
     --set target_eval_return=1e9 "$@" > "$work/out_${name}_$r" 2>&1
   grep -o 'peak memory [0-9.]*' "$work/out_${name}_$r" | awk '{print $3}' > "$work/own_${name}_$r" || true
+  grep -o 'GEMM [0-9.]* GFLOP' "$work/out_${name}_$r" | awk '{print $2}' > "$work/gflop_${name}_$r" || true
   grep -o '"confirm/return_mean": [-0-9.e]*' "$dir/metrics.jsonl" | tail -1 | awk '{print $2}' > "$work/result_${name}_$r"
 }
 for ((r = 0; r < rounds; ++r)); do
@@ -47,11 +59,14 @@ for ((r = 0; r < rounds; ++r)); do
     done
   fi
 done
+gemm_peak
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$work" "$rounds" "$here/results/pendulum_speed.md" "$load_before" "$load_after" "${OTHER_LABEL:-${other[*]:-}}" "$other_cores" <<'PY'
 import glob, os, statistics, sys
 work, rounds, out, before, after, other = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
 other_cores = sys.argv[7].split()
+peaks = [float(x) for x in open(f"{work}/gemm_peak").read().split()] if os.path.exists(f"{work}/gemm_peak") else []
+peak = max(peaks) if peaks else None
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "unknown CPU")
 def read(kind, name):
     values = []
@@ -77,16 +92,23 @@ lines = ["# PPO on Pendulum-v1, RLtools' configuration: the whole run", "",
          "learning curve in a process of its own, counts) and of ctrax's own process (getrusage, in its summary line).", "",
          f"- CPU: {cpu}; ctrax threads: 1", f"- load average before: {before}; after: {after}",
          f"- medians of {rounds} interleaved rounds; the other program's OpenBLAS kernel (OPENBLAS_VERBOSE=2) is in its row", "",
-         "| run | wall time | peak memory, process tree | peak memory, ctrax's own process | final 100-episode return (median) |",
-         "|---|---|---|---|---|"]
+         (f"- single-core GEMM peak: {peak:.1f} GFLOP/s (bench_gemm, native, one thread, the best of 256^3 and 512^3, medians; "
+          f"run before and after the rounds: {', '.join(f'{p:.1f}' for p in peaks)})" if peaks else "- single-core GEMM peak: not measured (no bench_gemm)"),
+         "- GEMM throughput: the run's GEMM work (`ctrax train` counts 2 m n k per call) over its wall time, and its share of that peak", "",
+         "| run | wall time | peak memory, process tree | peak memory, ctrax's own process | GEMM throughput | final 100-episode return (median) |",
+         "|---|---|---|---|---|---|"]
 for name, label in names:
     t = read("time", name)
     res = [v[0] for v in read("result", name)]
     if not t:
         continue
     own = [v[0] for v in read("own", name)]
-    lines.append(f"| {label} | {statistics.median(x[0] for x in t):.2f} s | {statistics.median(x[1] for x in t) / 1024:.0f} MiB | "
-                 + (f"{statistics.median(own):.1f} MiB" if own else "-") + " | "
+    gflop = [v[0] for v in read("gflop", name)]
+    wall = statistics.median(x[0] for x in t)
+    rate = statistics.median(g / x[0] for g, x in zip(gflop, t)) if gflop and len(gflop) == len(t) else None
+    throughput = (f"{rate:.1f} GFLOP/s" + (f" ({100 * rate / peak:.0f}% of peak)" if peaks else "")) if rate else "-"
+    lines.append(f"| {label} | {wall:.2f} s | {statistics.median(x[1] for x in t) / 1024:.0f} MiB | "
+                 + (f"{statistics.median(own):.1f} MiB" if own else "-") + f" | {throughput} | "
                  + (f"{statistics.median(res):.1f}" if res else "-") + " |")
 lines += ["", "Where the two configurations differ (RLtools' example in src/rl/environments/pendulum/ppo/cpu/config.h against",
           "configs/ppo_pendulum_rltools.toml): gamma 0.9 against 0.95; initial action std 2.0 against 1.0; RLtools",

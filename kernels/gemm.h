@@ -39,6 +39,10 @@ void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
 void dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
            int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
 
+// Floating-point operations (2 m n k per call) of every CPU sgemm and dgemm call of this process
+// so far, on either backend: for throughput figures (`ctrax train` prints it).
+uint64_t gemm_flop_count();
+
 // Backend selection. Selecting openblas when it was not built in throws ctrax::Error.
 void set_gemm_backend(GemmBackend backend);
 GemmBackend gemm_backend();

@@ -91,9 +91,20 @@ const KernelSpec<T>& active_spec() {
 
 }  // namespace
 
+namespace {
+std::atomic<uint64_t> g_flops{0};  // relaxed: a statistic, read after the work it counts
+void count_flops(int64_t m, int64_t n, int64_t k) {
+  g_flops.fetch_add(2 * static_cast<uint64_t>(m) * static_cast<uint64_t>(n) * static_cast<uint64_t>(k),
+                    std::memory_order_relaxed);
+}
+}  // namespace
+
+uint64_t gemm_flop_count() { return g_flops.load(std::memory_order_relaxed); }
+
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   check_gemm_arguments("sgemm", trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  count_flops(m, n, k);
   if (gemm_backend() == GemmBackend::openblas) {
     openblas_backend::sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
@@ -105,6 +116,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
 void dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
            int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
   check_gemm_arguments("dgemm", trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  count_flops(m, n, k);
   if (gemm_backend() == GemmBackend::openblas) {
     openblas_backend::dgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;

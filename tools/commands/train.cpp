@@ -29,6 +29,7 @@
 #include <ctrax/io/checkpoint.h>
 #include <ctrax/kernels/check.h>
 #include <ctrax/kernels/cuda/runtime.h>
+#include <ctrax/kernels/gemm.h>
 #include <ctrax/kernels/parallel.h>
 #include <ctrax/optim/metrics_tensorboard.h>
 #include <ctrax/rl/evaluation.h>
@@ -159,7 +160,8 @@ int train_until_done(const RunConfig& config, const fs::path& dir, bool rewrite_
   summary.precision(1);
   summary << std::fixed << config.algorithm << " on " << config.env << ": epoch " << agent->epoch() << ", "
           << task->n_interactions() << " environment steps (the initial random ones included), " << seconds
-          << " s, peak memory " << peak_resident_mib() << " MiB\n"
+          << " s, peak memory " << peak_resident_mib() << " MiB, GEMM "
+          << static_cast<double>(kernels::gemm_flop_count()) * 1e-9 << " GFLOP\n"
           << outcome(*agent, config);
   std::printf("%s\noutputs in %s (metrics.csv, metrics.jsonl, TensorBoard events, checkpoints%s%s)\n",
               summary.str().c_str(), dir.c_str(), agent->best_confirmation() ? ", checkpoints/best" : "",
