@@ -230,7 +230,44 @@ CheckpointDirectory::CheckpointDirectory(std::filesystem::path directory, int ke
     CTRAX_THROW(directory_.string(), ": the checkpoint directory is not writable: ", errno_text(errno));
 }
 
+CheckpointDirectory::~CheckpointDirectory() {
+  try {
+    wait();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ctrax: a background checkpoint save failed: %s\n", e.what());
+  }
+}
+
+void CheckpointDirectory::wait() const {
+  if (background_.joinable()) background_.join();
+  if (background_error_) std::rethrow_exception(std::exchange(background_error_, nullptr));
+}
+
+void CheckpointDirectory::save_in_background(int64_t step, const std::map<std::string, Tensor>& tensors,
+                                             const ManifestFields& fields) {
+  wait();
+  CTRAX_REQUIRE(access_ == Access::read_write, "CheckpointDirectory::save_in_background(", directory_.string(),
+                "): the directory was opened read-only");
+  // Copies that nothing else references: the caller's tensors may change while the thread
+  // writes. (A device tensor is copied to the CPU; save() refuses nothing else on that count.)
+  std::map<std::string, Tensor> copies;
+  for (const auto& [name, t] : tensors) copies.emplace(name, t.defined() ? t.to(Device::cpu()).clone() : t);
+  background_ = std::thread([this, step, copies = std::move(copies), fields]() mutable {
+    try {
+      save_now(step, copies, fields);
+    } catch (...) {
+      background_error_ = std::current_exception();
+    }
+    copies.clear();  // freed on this thread, before the join
+  });
+}
+
 std::vector<int64_t> CheckpointDirectory::steps() const {
+  wait();
+  return committed_steps();
+}
+
+std::vector<int64_t> CheckpointDirectory::committed_steps() const {
   std::vector<int64_t> steps;
   std::error_code ec;
   if (access_ == Access::read_only && !std::filesystem::exists(directory_, ec)) return steps;
@@ -248,6 +285,12 @@ std::optional<int64_t> CheckpointDirectory::latest_step() const {
 
 std::filesystem::path CheckpointDirectory::save(int64_t step, const std::map<std::string, Tensor>& tensors,
                                                 const ManifestFields& fields) {
+  wait();
+  return save_now(step, tensors, fields);
+}
+
+std::filesystem::path CheckpointDirectory::save_now(int64_t step, const std::map<std::string, Tensor>& tensors,
+                                                    const ManifestFields& fields) {
   const std::string context = "CheckpointDirectory::save(" + directory_.string() + ", step " + std::to_string(step) + ")";
   CTRAX_REQUIRE(access_ == Access::read_write, context, ": the directory was opened read-only");
   CTRAX_REQUIRE(step >= 0, context, ": the step must be >= 0");
@@ -308,7 +351,7 @@ std::filesystem::path CheckpointDirectory::save(int64_t step, const std::map<std
   write_file_atomically(manifest_path, manifest.dump(2) + "\n");
   // 5. Old checkpoints beyond keep_last, oldest first; never the one just saved (a save of a
   // step below the others, e.g. after rolling back, must not delete itself).
-  std::vector<int64_t> others = steps();
+  std::vector<int64_t> others = committed_steps();
   others.erase(std::remove(others.begin(), others.end(), step), others.end());
   const size_t keep_others = static_cast<size_t>(keep_last_ - 1);
   if (others.size() > keep_others) {
@@ -323,6 +366,7 @@ std::filesystem::path CheckpointDirectory::save(int64_t step, const std::map<std
 }
 
 void CheckpointDirectory::remove_after(int64_t step) {
+  wait();
   CTRAX_REQUIRE(access_ == Access::read_write, "CheckpointDirectory::remove_after(", directory_.string(),
                 "): the directory was opened read-only");
   bool removed = false;
@@ -337,6 +381,7 @@ void CheckpointDirectory::remove_after(int64_t step) {
 }
 
 Checkpoint CheckpointDirectory::load(int64_t step) const {
+  wait();
   const std::filesystem::path manifest_path = directory_ / manifest_name(step);
   std::error_code ec;
   if (!std::filesystem::exists(manifest_path, ec))

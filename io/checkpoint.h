@@ -27,10 +27,12 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 #include <variant>
 #include <vector>
 
@@ -72,6 +74,11 @@ class CheckpointDirectory {
   enum class Access { read_write, read_only };
   explicit CheckpointDirectory(std::filesystem::path directory, int keep_last = 3,
                                Access access = Access::read_write);
+  // Waits for a background save (its error, if any, is only reported on standard error here:
+  // call wait() to see it as an exception).
+  ~CheckpointDirectory();
+  CheckpointDirectory(const CheckpointDirectory&) = delete;
+  CheckpointDirectory& operator=(const CheckpointDirectory&) = delete;
 
   const std::filesystem::path& directory() const { return directory_; }
   int keep_last() const { return keep_last_; }
@@ -81,6 +88,14 @@ class CheckpointDirectory {
   // oldest checkpoints beyond keep_last after the commit.
   std::filesystem::path save(int64_t step, const std::map<std::string, Tensor>& tensors,
                              const ManifestFields& fields = {});
+  // save() on a thread of its own, so that the caller goes on while the files are written and
+  // synced (a save is mostly fsync waits). The tensors are copied before it returns (the caller
+  // may change them at once). At most one background save runs: this and every other method
+  // first wait for the previous one, and rethrow its ctrax::Error if it failed.
+  void save_in_background(int64_t step, const std::map<std::string, Tensor>& tensors,
+                          const ManifestFields& fields = {});
+  // Waits for the background save, if any; rethrows its error.
+  void wait() const;
   // Removes the committed checkpoints of steps > `step` (manifest first, so each removal is
   // atomic), e.g. when a run continues from an earlier checkpoint than its newest.
   void remove_after(int64_t step);
@@ -97,8 +112,14 @@ class CheckpointDirectory {
 
  private:
   std::filesystem::path directory_;
+  std::filesystem::path save_now(int64_t step, const std::map<std::string, Tensor>& tensors,
+                                 const ManifestFields& fields);
+  std::vector<int64_t> committed_steps() const;
+
   int keep_last_;
   Access access_;
+  mutable std::thread background_;           // the background save, if one was started
+  mutable std::exception_ptr background_error_;
 };
 
 }  // namespace ctrax::io

@@ -280,6 +280,11 @@ Metrics Agent::run(int64_t n_epochs) {
 
     row["n_interactions"] = static_cast<double>(task_.n_interactions());
     row["n_trajectories"] = static_cast<double>(task_.n_trajectories());
+    // The previous epoch's checkpoint, if written in the background, is durable before this
+    // row is written (the time waited counts as checkpoint time).
+    const auto wait_start = std::chrono::steady_clock::now();
+    finish_saving();
+    last_checkpoint_seconds_ += seconds_since(wait_start);
     const double epoch_seconds = seconds_since(*last_row_time_);
     row["time/checkpoint_seconds"] = last_checkpoint_seconds_;
     row["time/epoch_seconds"] = epoch_seconds;
@@ -316,10 +321,14 @@ void Agent::log(const Metrics& row) {
 
 void Agent::save() {
   if (!checkpoints_ || options_.read_only) return;
-  save_to(*checkpoints_);
+  save_to(*checkpoints_, options_.background_checkpoints);
 }
 
-void Agent::save_to(io::CheckpointDirectory& directory) {
+void Agent::finish_saving() {
+  if (checkpoints_) checkpoints_->wait();
+}
+
+void Agent::save_to(io::CheckpointDirectory& directory, bool in_background) {
   std::map<std::string, Tensor> tensors;
   io::ManifestFields fields;
   fields["kind"] = std::string(kCheckpointKind);
@@ -356,7 +365,8 @@ void Agent::save_to(io::CheckpointDirectory& directory) {
   fields["agent/n_eval_temperatures"] = index;
   // Checkpoints are device-independent: the networks' tensors are written from CPU copies.
   for (auto& [name, tensor] : tensors) tensor = tensor.to(Device::cpu());
-  directory.save(epoch_, tensors, fields);
+  if (in_background) directory.save_in_background(epoch_, tensors, fields);
+  else directory.save(epoch_, tensors, fields);
 }
 
 namespace {

@@ -114,6 +114,12 @@ struct AgentOptions {
   std::optional<int64_t> total_env_steps;      // >= 1: the run's budget of environment steps, the
                                                // initial random trajectories' included
   int64_t checkpoint_every = 1;                // >= 1 epochs between checkpoints
+  // Write each epoch's checkpoint on a thread of its own while the next epoch collects and
+  // trains (io::CheckpointDirectory::save_in_background): a save is mostly fsync waits. The
+  // next epoch waits for it before writing its metrics row, so a failed save still stops the
+  // run before another row is written; finish_saving() (or the destructor) waits for the last.
+  // `ctrax train` turns it on.
+  bool background_checkpoints = false;
   CheckpointChoice restore_from;               // which checkpoint of output_dir to restore
   // Linear annealing of every network's learning rate (the schedule's rate times 1 - progress(),
   // set before each epoch's training, as Stable-Baselines3 anneals). Needs max_epochs or
@@ -190,8 +196,11 @@ class Agent {
   // programs that run a trained agent in their own loop (`ctrax eval --render`).
   PolicyOutput evaluation_act(const Tensor& observations, Key key, double temperature);
 
-  // Saves a checkpoint now (a no-op without an output directory or when read-only).
+  // Saves a checkpoint now (a no-op without an output directory or when read-only); with
+  // background_checkpoints it is written in the background.
   void save();
+  // Waits for a checkpoint being written in the background; rethrows its ctrax::Error.
+  void finish_saving();
   // The factor annealed learning rates are multiplied by: 1 - progress() with
   // anneal_learning_rate, else 1.
   double learning_rate_factor() const;
@@ -219,7 +228,7 @@ class Agent {
 
  private:
   void log(const Metrics& row);
-  void save_to(io::CheckpointDirectory& directory);
+  void save_to(io::CheckpointDirectory& directory, bool in_background = false);
   void open_existing_csv();
   std::optional<io::Checkpoint> load_chosen();
   void evaluate_epoch(Metrics& row);

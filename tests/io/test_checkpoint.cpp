@@ -174,6 +174,59 @@ TEST_CASE("checkpoint: fnv1a64 matches the published test vectors and chains") {
   CHECK(fnv1a64("bar", 3, fnv1a64("foo", 3)) == fnv1a64("foobar", 6));
 }
 
+TEST_CASE("checkpoint: a background save writes what save() writes, from copies taken before it returns") {
+  TempDir dir;
+  const auto tensors = model_tensors(5);
+  const ManifestFields fields{{"epoch", int64_t{3}}, {"name", std::string("bg")}};
+  {
+    CheckpointDirectory sync(dir / "sync");
+    sync.save(3, tensors, fields);
+  }
+  std::map<std::string, Tensor> live;
+  for (const auto& [name, t] : tensors) live.emplace(name, t.clone());
+  {
+    CheckpointDirectory background(dir / "background", 2);
+    background.save_in_background(3, live, fields);
+    // The caller changes its tensors at once (as the next epoch's optimizer does).
+    live.at("weights/0/kernel").fill_(99.0);
+    CHECK(background.steps() == std::vector<int64_t>{3});  // waits for the save
+    CHECK(read_bytes(background.directory() / "checkpoint-0000000003.safetensors") ==
+          read_bytes(dir / "sync" / "checkpoint-0000000003.safetensors"));
+    CHECK(read_bytes(background.directory() / "checkpoint-0000000003.json") ==
+          read_bytes(dir / "sync" / "checkpoint-0000000003.json"));
+    // Several in a row: each waits for the one before; keep_last still applies.
+    for (int64_t step = 4; step <= 6; ++step) background.save_in_background(step, live, fields);
+    background.wait();
+    CHECK(background.steps() == std::vector<int64_t>{5, 6});
+    check_same_tensors(background.load(6).tensors, live);
+    background.save_in_background(7, tensors, fields);
+  }  // the destructor waits for the last one
+  CHECK(CheckpointDirectory(dir / "background").latest_step() == 7);
+}
+
+TEST_CASE("checkpoint: a failed background save is rethrown once by the next call, which then works") {
+  TempDir dir;
+  CheckpointDirectory ckpt(dir / "ckpt");
+  // A directory where the tensor file goes makes the save fail.
+  std::filesystem::create_directories(ckpt.directory() / "checkpoint-0000000001.safetensors");
+  ckpt.save_in_background(1, model_tensors(1));
+  const std::string message = error_of([&] { ckpt.wait(); });
+  CHECK(message.find("checkpoint-0000000001.safetensors") != std::string::npos);
+  CHECK(ckpt.steps().empty());  // reported once; nothing was committed
+  std::filesystem::remove(ckpt.directory() / "checkpoint-0000000001.safetensors");
+  ckpt.save_in_background(1, model_tensors(1));
+  CHECK(ckpt.latest_step() == 1);
+  // A later call reports it as well (here save()).
+  std::filesystem::create_directories(ckpt.directory() / "checkpoint-0000000002.safetensors");
+  ckpt.save_in_background(2, model_tensors(1));
+  CHECK_THROWS_AS(ckpt.save(3, model_tensors(1)), Error);
+  CHECK(ckpt.steps() == std::vector<int64_t>{1});
+  // Read-only directories refuse it like save().
+  const CheckpointDirectory read_only(ckpt.directory(), 3, CheckpointDirectory::Access::read_only);
+  CHECK_THROWS_WITH_AS(const_cast<CheckpointDirectory&>(read_only).save_in_background(4, model_tensors(1)),
+                       doctest::Contains("read-only"), Error);
+}
+
 TEST_CASE("checkpoint: keep_last keeps the newest checkpoints and deletes the rest") {
   TempDir dir;
   CheckpointDirectory ckpt(dir.path(), 2);

@@ -93,6 +93,8 @@ int train_until_done(const RunConfig& config, const fs::path& dir, bool rewrite_
   RunConfig with_sinks = config;
   auto events = std::make_shared<TensorBoardMetricsSink>(dir);
   with_sinks.agent.sinks.push_back(events);
+  // Each epoch's checkpoint is written while the next epoch runs (AgentOptions).
+  with_sinks.agent.background_checkpoints = true;
   std::unique_ptr<Agent> agent;
   try {
     agent = make_agent(with_sinks, *task, dir);  // restores the chosen checkpoint, if any
@@ -136,6 +138,7 @@ int train_until_done(const RunConfig& config, const fs::path& dir, bool rewrite_
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   if (g_stop_requested) agent->save();  // the epoch's checkpoint, whatever checkpoint_every says
+  agent->finish_saving();               // the last checkpoint is durable before anything is said
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   // The learning curve is a convenience: without gnuplot the run still succeeds.
