@@ -39,7 +39,8 @@
 //   time/epoch_seconds: wall-clock since the previous row (so it includes the previous epoch's
 //     checkpoint and logging), with its parts time/collect_seconds, time/train_seconds,
 //     time/eval_seconds (routine and confirmation) and time/checkpoint_seconds (the previous
-//     epoch's save); time/env_steps_per_second: this epoch's collected steps / epoch_seconds;
+//     epoch's save; in the background, its snapshot and any wait for it);
+//     time/env_steps_per_second: this epoch's collected steps / epoch_seconds;
 //   and whatever train_epoch returns (policy/..., value/...: losses, entropy, KL, ...).
 //
 // Device (AgentOptions::device): where the agent's networks live and train. The environments,
