@@ -115,9 +115,9 @@ lines += ["", "Where the two configurations differ (RLtools' example in src/rl/e
           "normalises observations (and scales them, ScaleObservations) where ctrax does not; ctrax scales the value",
           "targets by 1 - gamma. Both: 4 x 1024 steps per epoch, 2 passes in minibatches of 256, GAE lambda 0.95,",
           "64 x 64 tanh networks, Adam 1e-3, 300k steps. Around the training: ctrax evaluates 4 greedy episodes every",
-          "epoch, confirms the last epoch on 100, writes a checkpoint every epoch (the second row writes only the",
-          "final one) and draws the learning curve with gnuplot; RLtools' BENCHMARK build evaluates only at the end,",
-          "on 1000 episodes, and writes nothing."]
+          "epoch, confirms the last epoch on 100, writes a checkpoint every epoch (on a thread of its own while the",
+          "next epoch runs, as `ctrax train` does; the second row writes only the final one) and draws the learning",
+          "curve with gnuplot; RLtools' BENCHMARK build evaluates only at the end, on 1000 episodes, and writes nothing."]
 open(out, "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY
