@@ -227,8 +227,8 @@ TEST_CASE("compile: an error inside the function propagates and leaves no plan")
 }
 
 TEST_CASE("compile: bad options are refused") {
-  CHECK_THROWS_WITH_AS(CompiledFunction(CompiledFunction::Function()), doctest::Contains("the function is empty"), Error);
-  CHECK_THROWS_WITH_AS(CompiledFunction(CompiledFunction::KeyedFunction()), doctest::Contains("the function is empty"),
+  CHECK_THROWS_WITH_AS(CompiledFunction{CompiledFunction::Function{}}, doctest::Contains("the function is empty"), Error);
+  CHECK_THROWS_WITH_AS(CompiledFunction{CompiledFunction::KeyedFunction{}}, doctest::Contains("the function is empty"),
                        Error);
   CompileOptions options;
   options.max_plans = 0;
