@@ -178,7 +178,10 @@ std::vector<float> sweep(float lo, float hi, int count) {
 
 }  // namespace
 
-TEST_CASE("elementwise kernels: each supported ISA variant matches the portable one") {
+// Runs check(isa) with each ISA variant this CPU supports forced (the others are reported as
+// skipped), restoring the automatic choice afterwards.
+template <typename Check>
+void for_each_supported_isa(Check check) {
   IsaGuard guard;
   for (ElementwiseIsa isa : kIsas) {
     if (!kernels::elementwise_isa_supported(isa)) {
@@ -188,11 +191,17 @@ TEST_CASE("elementwise kernels: each supported ISA variant matches the portable 
     INFO("isa " << std::string(kernels::elementwise_isa_name(isa)));
     kernels::force_elementwise_isa(isa);
     CHECK(kernels::active_elementwise_isa() == isa);
+    check(isa);
+  }
+}
+
+TEST_CASE("elementwise kernels: each supported ISA variant matches the portable one") {
+  for_each_supported_isa([](ElementwiseIsa isa) {
     check_variant_matches_portable<float>(isa);
     check_variant_matches_portable<double>(isa);
     check_accumulate_rows<float>(isa);
     check_accumulate_rows<double>(isa);
-  }
+  });
 }
 
 TEST_CASE("elementwise kernels: ISA selection") {
@@ -311,17 +320,10 @@ void check_activation_backward(ElementwiseIsa isa) {
 }  // namespace
 
 TEST_CASE("elementwise kernels: tanh and sigmoid backward equal the plain expression bit for bit on every ISA") {
-  IsaGuard guard;
-  for (ElementwiseIsa isa : kIsas) {
-    if (!kernels::elementwise_isa_supported(isa)) {
-      MESSAGE("skipping " << std::string(kernels::elementwise_isa_name(isa)) << ": not supported by this CPU");
-      continue;
-    }
-    INFO("isa " << std::string(kernels::elementwise_isa_name(isa)));
-    kernels::force_elementwise_isa(isa);
+  for_each_supported_isa([](ElementwiseIsa isa) {
     check_activation_backward<float>(isa);
     check_activation_backward<double>(isa);
-  }
+  });
 }
 
 }  // namespace ctrax::test

@@ -12,15 +12,13 @@
 #include <ctrax/ctrax.h>
 #include <ctrax/rl/collect_model.h>
 
+#include "test_util.h"
+
 using namespace ctrax;
 
 namespace {
 
-bool bitwise_equal(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
-  const Tensor ac = a.contiguous(), bc = b.contiguous();
-  return std::memcmp(ac.raw_data(), bc.raw_data(), static_cast<size_t>(ac.numel()) * ac.element_size()) == 0;
-}
+using test::bitwise_equal;
 
 // A policy network over observations [B, L, 3] whose output feeds `distribution`.
 std::unique_ptr<Trainer> policy_trainer(const Distribution& distribution, bool compile) {

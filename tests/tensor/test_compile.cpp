@@ -19,11 +19,7 @@ using namespace ctrax;
 
 namespace {
 
-bool bitwise_equal(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
-  const Tensor ac = a.contiguous(), bc = b.contiguous();
-  return std::memcmp(ac.raw_data(), bc.raw_data(), static_cast<size_t>(ac.numel()) * ac.element_size()) == 0;
-}
+using test::bitwise_equal;
 
 // A small layer: tanh(x @ w + b), its sum of squares, and a constant made inside.
 std::vector<Tensor> layer(const std::vector<Tensor>& in, const Tensor& w, const Tensor& b) {
