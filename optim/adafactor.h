@@ -43,6 +43,7 @@ class Adafactor final : public Optimizer {
   explicit Adafactor(AdafactorOptions options = {});
   const char* name() const override { return "Adafactor"; }
   const AdafactorOptions& options() const { return options_; }
+  bool runs_in_plans() const override { return true; }
 
  protected:
   std::vector<Tensor> init_slots(const Tensor& weight) const override;

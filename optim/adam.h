@@ -32,6 +32,7 @@ struct AdamOptions {
 class Adam final : public Optimizer {
  public:
   bool supports_cuda() const override { return true; }
+  bool runs_in_plans() const override { return true; }
   explicit Adam(AdamOptions options = {});
   const char* name() const override { return "Adam"; }
   const AdamOptions& options() const { return options_; }
@@ -59,6 +60,7 @@ struct AdamWOptions {
 class AdamW final : public Optimizer {
  public:
   bool supports_cuda() const override { return true; }
+  bool runs_in_plans() const override { return true; }
   explicit AdamW(AdamWOptions options = {});
   const char* name() const override { return "AdamW"; }
   const AdamWOptions& options() const { return options_; }

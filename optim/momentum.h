@@ -27,6 +27,7 @@ struct MomentumOptions {
 class Momentum final : public Optimizer {
  public:
   bool supports_cuda() const override { return true; }
+  bool runs_in_plans() const override { return true; }
   explicit Momentum(MomentumOptions options = {});
   const char* name() const override { return "Momentum"; }
   const MomentumOptions& options() const { return options_; }

@@ -8,6 +8,10 @@
 // thread-local vector whose capacity survives between calls, so a steady-state update
 // allocates nothing (tensor handles are copied into it, which costs a reference count each).
 // So an update_weight must not itself run an update on the same thread.
+//
+// update_from_tensors checks the same way, then runs the last two walks as one recorded kernel
+// (tensor/plan.h) that holds the trees and each weight's slot list: a replay walks the trees by
+// reference and copies no handle.
 #include "optimizer.h"
 
 #include <cmath>
@@ -16,6 +20,7 @@
 
 #include "../kernels/cuda/optimizer_steps.h"
 #include "../kernels/optimizer_steps.h"
+#include "../tensor/plan.h"
 #include "device_step.h"
 
 namespace ctrax {
@@ -83,15 +88,12 @@ bool same_keys(const Tree::Dict& a, const Tree::Dict& b) {
 
 bool is_float(DType dtype) { return dtype == DType::float32 || dtype == DType::float64; }
 
-// The gradient as contiguous memory: itself, or (a non-contiguous view) a copy.
-Tensor contiguous_gradient(const Tensor& g) { return g.is_contiguous() ? g : g.contiguous(); }
-
 double sum_of_squares(const Tensor& g) {
-  const Tensor c = contiguous_gradient(g);
-  return optim_detail::run_step(c, [&](auto tag, bool on_gpu) {
+  if (!g.is_contiguous()) return sum_of_squares(g.contiguous());  // a view: a copy (allocates)
+  return optim_detail::run_step(g, [&](auto tag, bool on_gpu) {
     using T = decltype(tag);
-    return on_gpu ? kernels::cuda::sum_of_squares(c.device_data<T>(), c.numel())
-                  : kernels::sum_of_squares(c.data<T>(), c.numel());
+    return on_gpu ? kernels::cuda::sum_of_squares(g.device_data<T>(), g.numel())
+                  : kernels::sum_of_squares(g.data<T>(), g.numel());
   });
 }
 
@@ -117,6 +119,19 @@ struct ScratchGuard {
   std::vector<Tensor>& slots;
   ~ScratchGuard() { slots.clear(); }
 };
+
+// The slots of each weight, in leaf order (the trees were checked to match).
+void collect_slot_lists(const Tree& w, const Tree& s, std::vector<std::vector<Tensor>>& out) {
+  if (w.is_leaf()) {
+    std::vector<Tensor>& leaf = out.emplace_back();
+    for (const Tree& slot : s.list()) leaf.push_back(slot.leaf());
+  } else if (w.is_list()) {
+    for (size_t i = 0; i < w.list().size(); ++i) collect_slot_lists(w.list()[i], s.list()[i], out);
+  } else {
+    auto is = s.dict().begin();
+    for (const auto& [key, child] : w.dict()) collect_slot_lists(child, (is++)->second, out);
+  }
+}
 
 void init_walk(const Tree& w, Tree& out, const PathLink* path, const Optimizer& opt,
                const std::function<std::vector<Tensor>(const Tensor&)>& init_slots) {
@@ -173,15 +188,15 @@ Tree Optimizer::init(const Tree& weights) const {
   return out;
 }
 
-OptimizerStats Optimizer::update(int64_t step, double learning_rate, const Tree& gradients, Tree& weights,
-                                 Tree& slots) const {
+void Optimizer::check_step_and_rate(int64_t step, double learning_rate) const {
   CTRAX_REQUIRE(step >= 0, name(), ".update: step must be >= 0 (steps count from 0), got ", step);
   require_hyperparameter(std::isfinite(learning_rate) && learning_rate >= 0, "learning_rate", ">= 0 and finite",
                          learning_rate);
   check_learning_rate(learning_rate);
+}
 
-  // 1. Everything is checked before anything is modified. (The walks are lambdas so that they
-  // may call the protected virtuals.)
+void Optimizer::check_trees(const Tree& gradients, const Tree& weights, const Tree& slots) const {
+  // (The walks are lambdas so that they may call the protected virtuals.)
   const auto check_leaf = [this](const Tensor& g, const Tensor& w, const Tree& s, const PathLink* path) {
     CTRAX_REQUIRE(w.defined(), name(), ".update: the weight at ", where(path), " is undefined");
     CTRAX_REQUIRE(is_float(w.dtype()), name(), ".update: the weight at ", where(path), " has dtype ", w.dtype(),
@@ -238,8 +253,11 @@ OptimizerStats Optimizer::update(int64_t step, double learning_rate, const Tree&
     }
   };
   check(check, gradients, weights, slots, nullptr);
+}
 
-  // 2. The global norm, and the clipping factor.
+OptimizerStats Optimizer::apply(int64_t step, double learning_rate, const Tree& gradients, Tree& weights,
+                                const Tree& slots, std::vector<std::vector<Tensor>>* slot_lists) const {
+  // The global norm, and the clipping factor.
   OptimizerStats stats;
   stats.gradients_l2 = std::sqrt(gradient_sum_of_squares(gradients));
   double scale = 1.0;
@@ -248,14 +266,20 @@ OptimizerStats Optimizer::update(int64_t step, double learning_rate, const Tree&
     stats.clipped = true;
   }
 
-  // 3. One fused pass per weight.
+  // One fused pass per weight.
   std::vector<Tensor>& scratch = slot_scratch();
   const ScratchGuard guard{scratch};
-  const auto apply = [&](const auto& self, const Tree& g, Tree& w, Tree& s) -> double {
+  size_t leaf = 0;
+  const auto apply_walk = [&](const auto& self, const Tree& g, Tree& w, const Tree& s) -> double {
     if (w.is_leaf()) {
-      scratch.clear();
-      for (const Tree& slot : s.list()) scratch.push_back(slot.leaf());
-      return update_weight(step, learning_rate, scale, contiguous_gradient(g.leaf()), w.leaf(), scratch);
+      std::vector<Tensor>* leaf_slots = slot_lists ? &(*slot_lists)[leaf++] : &scratch;
+      if (!slot_lists) {
+        scratch.clear();
+        for (const Tree& slot : s.list()) scratch.push_back(slot.leaf());
+      }
+      const Tensor& gradient = g.leaf();
+      if (gradient.is_contiguous()) return update_weight(step, learning_rate, scale, gradient, w.leaf(), *leaf_slots);
+      return update_weight(step, learning_rate, scale, gradient.contiguous(), w.leaf(), *leaf_slots);
     }
     double sum = 0;
     if (w.is_list()) {
@@ -268,7 +292,51 @@ OptimizerStats Optimizer::update(int64_t step, double learning_rate, const Tree&
     }
     return sum;
   };
-  stats.weights_l2 = std::sqrt(apply(apply, gradients, weights, slots));
+  stats.weights_l2 = std::sqrt(apply_walk(apply_walk, gradients, weights, slots));
+  return stats;
+}
+
+OptimizerStats Optimizer::update(int64_t step, double learning_rate, const Tree& gradients, Tree& weights,
+                                 Tree& slots) const {
+  // Everything is checked before anything is modified.
+  check_step_and_rate(step, learning_rate);
+  check_trees(gradients, weights, slots);
+  return apply(step, learning_rate, gradients, weights, slots, nullptr);
+}
+
+Tensor Optimizer::update_from_tensors(const Tensor& step, const Tensor& learning_rate, const Tree& gradients,
+                                      Tree& weights, Tree& slots) const {
+  CTRAX_REQUIRE(runs_in_plans(), name(), ".update_from_tensors: this optimizer does not say that its update may run "
+                "as a kernel (runs_in_plans()); use update()");
+  CTRAX_REQUIRE(step.defined() && step.dtype() == DType::int64 && step.numel() == 1 && step.device().is_cpu(),
+                name(), ".update_from_tensors: step must be a one-element int64 CPU tensor, got ",
+                step.defined() ? describe(Tree(step)) : std::string("an undefined tensor"));
+  CTRAX_REQUIRE(learning_rate.defined() && learning_rate.dtype() == DType::float64 && learning_rate.numel() == 1 &&
+                    learning_rate.device().is_cpu(),
+                name(), ".update_from_tensors: learning_rate must be a one-element float64 CPU tensor, got ",
+                learning_rate.defined() ? describe(Tree(learning_rate)) : std::string("an undefined tensor"));
+  check_trees(gradients, weights, slots);
+  for (const Tensor& w : weights.leaves())
+    CTRAX_REQUIRE(w.device().is_cpu(), name(), ".update_from_tensors: the weights must be on the CPU, got one on ",
+                  w.device(), "; use update()");
+
+  // The kernel holds contiguous gradients and each weight's slots in leaf order, so a replay
+  // copies no tensor handle.
+  const Tree contiguous = gradients.map([](const Tensor& g) { return g.contiguous(); });
+  std::vector<std::vector<Tensor>> slot_lists;
+  collect_slot_lists(weights, slots, slot_lists);
+  Tensor stats = empty({3}, DType::float64);
+  detail::KernelScope scope;
+  detail::run_kernel([this, step_value = static_cast<const int64_t*>(step.raw_data()),
+                      rate = static_cast<const double*>(learning_rate.raw_data()),
+                      out = static_cast<double*>(stats.raw_data()), gradients = contiguous, weights, slots,
+                      slot_lists]() mutable {
+    check_step_and_rate(*step_value, *rate);
+    const OptimizerStats s = apply(*step_value, *rate, gradients, weights, slots, &slot_lists);
+    out[0] = s.gradients_l2;
+    out[1] = s.weights_l2;
+    out[2] = s.clipped ? 1.0 : 0.0;
+  });
   return stats;
 }
 

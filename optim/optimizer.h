@@ -64,6 +64,22 @@ class Optimizer {
   // (the NaN reaches the weights either way, as in Trax).
   OptimizerStats update(int64_t step, double learning_rate, const Tree& gradients, Tree& weights, Tree& slots) const;
 
+  // The same update as one kernel that reads the step (an int64 tensor of one element) and the
+  // learning rate (float64, one element) when it runs, so that a compiled plan (tensor/compile.h)
+  // replays it with each call's values: the Trainer runs its optimizer inside the compiled step
+  // this way. Returns a float64 tensor [gradients_l2, weights_l2, clipped (0 or 1)]. The trees
+  // are checked now, as by update(); the step and the rate are checked when the kernel runs (a
+  // replay throws the same errors). Same bits as update(). The kernel keeps the trees' tensors
+  // and calls this optimizer, which must outlive the plans that hold it. Requires
+  // runs_in_plans() and CPU weights.
+  Tensor update_from_tensors(const Tensor& step, const Tensor& learning_rate, const Tree& gradients, Tree& weights,
+                             Tree& slots) const;
+  // True when update_weight only runs loops over the memory of the tensors it is given (no
+  // tensor ops, no allocation), so that update_from_tensors may replay it as a kernel. The
+  // optimizers here do; a subclass says so by overriding this (the Trainer otherwise runs its
+  // update eagerly after the compiled step).
+  virtual bool runs_in_plans() const { return false; }
+
   // True when the optimizer also updates weights on a CUDA device (kernels/cuda/
   // optimizer_steps.h); update() refuses GPU weights otherwise, so an optimizer written for the
   // CPU never reads device memory from the host. A trainer asks before moving its weights.
@@ -101,6 +117,14 @@ class Optimizer {
  private:
   double learning_rate_;
   std::optional<double> clip_grad_norm_;
+
+  void check_step_and_rate(int64_t step, double learning_rate) const;
+  // Throws unless gradients and slots match the weights (update()'s contract).
+  void check_trees(const Tree& gradients, const Tree& weights, const Tree& slots) const;
+  // The checked update: the global norm, the clipping factor, one pass per weight. The slots of
+  // the k-th weight (in leaf order) are slot_lists[k], or gathered from `slots` when null.
+  OptimizerStats apply(int64_t step, double learning_rate, const Tree& gradients, Tree& weights, const Tree& slots,
+                       std::vector<std::vector<Tensor>>* slot_lists) const;
 };
 
 }  // namespace ctrax

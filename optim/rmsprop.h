@@ -24,6 +24,7 @@ struct RMSPropOptions {
 class RMSProp final : public Optimizer {
  public:
   bool supports_cuda() const override { return true; }
+  bool runs_in_plans() const override { return true; }
   explicit RMSProp(RMSPropOptions options = {});
   const char* name() const override { return "RMSProp"; }
   const RMSPropOptions& options() const { return options_; }

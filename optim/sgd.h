@@ -18,6 +18,7 @@ struct SGDOptions {
 class SGD final : public Optimizer {
  public:
   bool supports_cuda() const override { return true; }
+  bool runs_in_plans() const override { return true; }
   explicit SGD(SGDOptions options = {});
   const char* name() const override { return "SGD"; }
 

@@ -103,8 +103,10 @@ CompileOptions step_compile_options(bool enabled) {
 
 Trainer::Trainer(TrainerOptions options)
     : options_(std::move(options)),
-      compiled_step_([this](const std::vector<Tensor>& in, Key key) { return loss_and_gradients(in, key); },
-                     step_compile_options(options_.compile)) {
+      compiled_step_([this](const std::vector<Tensor>& in, Key key) { return step_function(in, key); },
+                     step_compile_options(options_.compile)),
+      step_input_(zeros({}, DType::int64)),
+      learning_rate_input_(zeros({}, DType::float64)) {
   validate_and_init();
 }
 
@@ -269,12 +271,12 @@ Metrics Trainer::metrics_of(const Stack& outputs, const Split& split, Mode mode)
 
 Metrics Trainer::train_step(bool with_metrics) { return train_step(options_.train_stream(step_), with_metrics); }
 
-std::vector<Tensor> Trainer::loss_and_gradients(const std::vector<Tensor>& batch_and_state, Key step_key) {
+std::vector<Tensor> Trainer::step_function(const std::vector<Tensor>& inputs, Key step_key) {
   const size_t n_state = state_.num_leaves();
-  const size_t n_batch = batch_and_state.size() - n_state;
-  const Split s = split_batch(Batch(batch_and_state.begin(), batch_and_state.begin() + static_cast<std::ptrdiff_t>(n_batch)),
-                              "train", step_);
-  const Tree state = state_.with_leaves(std::span<const Tensor>(batch_and_state).subspan(n_batch));
+  const size_t n_batch = inputs.size() - n_state - (step_updates_ ? 2 : 0);
+  const Split s = split_batch(Batch(inputs.begin(), inputs.begin() + static_cast<std::ptrdiff_t>(n_batch)), "train",
+                              step_);
+  const Tree state = state_.with_leaves(std::span<const Tensor>(inputs).subspan(n_batch, n_state));
   const Layer& model = *options_.model;
   const Layer& loss_layer = *options_.loss;
   // Aux carries the model's outputs (for the metrics) and its new state, undifferentiated.
@@ -288,7 +290,8 @@ std::vector<Tensor> Trainer::loss_and_gradients(const std::vector<Tensor>& batch
   };
   auto result = value_and_grad(loss_fn)(weights_);
   std::vector<Tensor> out{result.value};
-  for (const Tensor& g : result.grad.leaves()) out.push_back(g);
+  if (!step_updates_)
+    for (const Tensor& g : result.grad.leaves()) out.push_back(g);
   const std::vector<Tensor> outputs = result.aux[0].leaves();
   n_model_outputs_ = outputs.size();
   out.insert(out.end(), outputs.begin(), outputs.end());
@@ -299,7 +302,21 @@ std::vector<Tensor> Trainer::loss_and_gradients(const std::vector<Tensor>& batch
     NoGradScope no_grad;
     for (const Tensor& m : metric_tensors(Stack(outputs.begin(), outputs.end()), s, Mode::train)) out.push_back(m);
   }
+  if (step_updates_) {
+    out.push_back(options_.optimizer->update_from_tensors(inputs[inputs.size() - 2], inputs.back(), result.grad,
+                                                          weights_, slots_));
+  }
   return out;
+}
+
+bool Trainer::update_in_step() {
+  if (update_checked_generation_ != weights_generation_) {
+    bool on_cpu = true;
+    for (const Tensor& w : weights_.leaves()) on_cpu = on_cpu && w.device().is_cpu();
+    update_in_step_ = on_cpu && options_.optimizer->runs_in_plans();
+    update_checked_generation_ = weights_generation_;
+  }
+  return update_in_step_;
 }
 
 Metrics Trainer::train_step(const Batch& batch, bool with_metrics) {
@@ -310,20 +327,34 @@ Metrics Trainer::train_step(const Batch& batch, bool with_metrics) {
   const double learning_rate = scheduled * lr_factor_;
   const std::pair<Key, Key> keys = split(rng_);
   const Key next_rng = keys.first;
-  std::vector<Tensor> batch_and_state(batch.begin(), batch.end());
-  for (const Tensor& t : state_.leaves()) batch_and_state.push_back(t);
+  std::vector<Tensor> inputs(batch.begin(), batch.end());
+  for (const Tensor& t : state_.leaves()) inputs.push_back(t);
   const bool logged = step_ % options_.log_every_steps == 0 && (with_metrics || !sinks_.empty());
   step_metrics_ = logged && !options_.metrics.empty();
+  step_updates_ = update_in_step();
+  if (step_updates_) {
+    step_input_.data<int64_t>()[0] = step_;
+    learning_rate_input_.data<double>()[0] = learning_rate;
+    inputs.push_back(step_input_);
+    inputs.push_back(learning_rate_input_);
+  }
   // The step's key is the call's key: a plan's dropout and other draws use each step's own.
   // Steps with and without metrics are separate plans.
-  const std::vector<Tensor>& out =
-      compiled_step_(batch_and_state, keys.second, {weights_generation_, step_metrics_ ? 1u : 0u});
+  const std::vector<Tensor>& out = compiled_step_(
+      inputs, keys.second, {weights_generation_, step_metrics_ ? 1u : 0u, step_updates_ ? 1u : 0u});
   const std::span<const Tensor> results(out);
-  const size_t n_grads = weights_.num_leaves();
+  const size_t n_grads = step_updates_ ? 0 : weights_.num_leaves();
   const size_t n_state = new_state_structure_.num_leaves();
+  const size_t first_metric = 1 + n_grads + n_model_outputs_ + n_state;
   const double loss = scalar_of(out[0], "the loss");
-  const Tree gradients = weights_.with_leaves(results.subspan(1, n_grads));
-  const OptimizerStats stats = options_.optimizer->update(step_, learning_rate, gradients, weights_, slots_);
+  OptimizerStats stats;
+  if (step_updates_) {
+    const double* s = out.back().data<double>();
+    stats = OptimizerStats{s[0], s[1], s[2] != 0};
+  } else {
+    const Tree gradients = weights_.with_leaves(results.subspan(1, n_grads));
+    stats = options_.optimizer->update(step_, learning_rate, gradients, weights_, slots_);
+  }
   state_ = new_state_structure_.with_leaves(results.subspan(1 + n_grads + n_model_outputs_, n_state));
   rng_ = next_rng;
   ++step_;
@@ -335,7 +366,7 @@ Metrics Trainer::train_step(const Batch& batch, bool with_metrics) {
   row["gradients_l2"] = stats.gradients_l2;
   row["weights_l2"] = stats.weights_l2;
   if (logged) {
-    for (const auto& [name, value] : metrics_of(results.subspan(1 + n_grads + n_model_outputs_ + n_state)))
+    for (const auto& [name, value] : metrics_of(results.subspan(first_metric, step_metrics_ ? options_.metrics.size() : 0)))
       row[name] = value;
     log(step_, "train", row);
   }

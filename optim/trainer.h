@@ -88,10 +88,11 @@ struct TrainerOptions {
   bool restore = true;                    // restore the newest checkpoint in output_dir, if any
   std::optional<Signature> input_signature;  // default: read from train batch 0
   std::vector<std::shared_ptr<MetricsSink>> sinks;  // in addition to the output directory's files
-  // Runs each training step's forward, backward, loss (and, on logged steps, metrics) as a
-  // compiled plan (tensor/compile.h) after its first step with a batch signature, drawing from
-  // the step's key: the same results bit for bit, without the per-op overhead. Off: every step
-  // runs eagerly.
+  // Runs each training step's forward, backward, loss, optimizer update (and, on logged steps,
+  // metrics) as a compiled plan (tensor/compile.h) after its first step with a batch signature,
+  // drawing from the step's key: the same results bit for bit, without the per-op overhead.
+  // Off: every step runs eagerly. (An optimizer that does not say runs_in_plans(), or weights
+  // on a GPU, update eagerly after the plan.)
   bool compile = true;
 };
 
@@ -175,9 +176,15 @@ class Trainer {
   void log(int64_t step, const char* phase, const Metrics& metrics);
   void validate_and_init();
   void init_heads(const Split& split);
-  // The differentiable part of a step on (batch..., state leaves...): the loss, the gradients'
-  // leaves, the model outputs' leaves and the new state's leaves, in that order.
-  std::vector<Tensor> loss_and_gradients(const std::vector<Tensor>& batch_and_state, Key step_key);
+  // The compiled part of a step, on (batch..., state leaves...[, step, learning rate]): the loss
+  // and gradients, the metrics of a logged step and, with step_updates_, the optimizer's update.
+  // Returns the loss, the gradients' leaves (unless step_updates_), the model outputs' leaves,
+  // the new state's leaves, the metrics (on logged steps) and the optimizer's statistics (with
+  // step_updates_), in that order.
+  std::vector<Tensor> step_function(const std::vector<Tensor>& inputs, Key step_key);
+  // Whether the optimizer's update runs inside step_function (Optimizer::runs_in_plans and CPU
+  // weights); otherwise it runs after it, eagerly.
+  bool update_in_step();
 
   TrainerOptions options_;
   Tree weights_;
@@ -187,11 +194,16 @@ class Trainer {
   int64_t step_ = 0;
   double lr_factor_ = 1.0;
   bool heads_ready_ = false;  // the loss and metrics have been initialised (init_heads)
-  CompiledFunction compiled_step_;  // runs loss_and_gradients
+  CompiledFunction compiled_step_;  // runs step_function
   uint64_t weights_generation_ = 0;  // changes when weights_ is replaced: plans read its storages
   size_t n_model_outputs_ = 0;       // leaves of the model's outputs, set by loss_and_gradients
-  bool step_metrics_ = false;        // read by loss_and_gradients: this step also computes the metrics
-  Tree new_state_structure_;         // the structure of the new state, set by loss_and_gradients
+  bool step_metrics_ = false;        // read by step_function: this step also computes the metrics
+  bool step_updates_ = false;        // read by step_function: this step also updates the weights
+  uint64_t update_checked_generation_ = ~uint64_t{0};  // update_in_step's cache
+  bool update_in_step_ = false;
+  Tensor step_input_;                // int64 scalar: the step, an input of step_function
+  Tensor learning_rate_input_;       // float64 scalar: the step's learning rate
+  Tree new_state_structure_;         // the structure of the new state, set by step_function
   std::vector<std::shared_ptr<MetricsSink>> sinks_;
   std::unique_ptr<io::CheckpointDirectory> checkpoints_;
 };

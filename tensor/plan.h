@@ -145,6 +145,7 @@ namespace detail {
 struct CaptureState {
   PlanRecorder* recorder = nullptr;
   int kernel_depth = 0;  // > 0 inside KernelScope: raw_data() hands out pointers for a kernel
+  bool in_kernel = false;  // a recorded kernel is running: kernels it runs are part of it
 };
 extern thread_local constinit CaptureState t_capture_state;
 
@@ -171,7 +172,15 @@ void run_kernel(Kernel&& kernel) {
     kernel();
     return;
   }
+  if (t_capture_state.in_kernel) {  // run by a kernel being recorded: its replay runs this too
+    kernel();
+    return;
+  }
   KernelScope scope;
+  t_capture_state.in_kernel = true;
+  struct Reset {
+    ~Reset() { t_capture_state.in_kernel = false; }
+  } reset;
   kernel();
   recorder->add_kernel(PlanKernel(std::forward<Kernel>(kernel)));
 }
