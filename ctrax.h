@@ -15,6 +15,7 @@
 #include "io/safetensors.h"
 #include "kernels/check.h"
 #include "kernels/gemm.h"
+#include "kernels/denormals.h"
 #include "kernels/parallel.h"
 #include "layers/combinators.h"
 #include "layers/conv.h"

@@ -21,6 +21,8 @@
 #include <ctrax/kernels/check.h>
 #include <ctrax/kernels/parallel.h>
 
+#include "denormals.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -104,6 +106,7 @@ class Pool {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       fn_ = &fn;
+      fp_mode_ = detail::floating_point_mode();
       n_ = n;
       chunks_ = chunks;
       error_ = nullptr;
@@ -155,6 +158,7 @@ class Pool {
     const int64_t end = n_ * (chunk + 1) / chunks_;
     const bool was_in_region = t_in_parallel_region;
     t_in_parallel_region = true;
+    detail::set_floating_point_mode(fp_mode_);  // the caller's flushing and rounding
     try {
       (*fn_)(begin, end);
     } catch (...) {
@@ -195,6 +199,7 @@ class Pool {
   bool stop_ = false;                  // guarded by mutex_
   std::atomic<bool> stop_flag_{false};  // mirrors stop_ for spinning workers
   uint64_t generation_ = 0;            // written by the caller only, under mutex_
+  unsigned fp_mode_ = 0;               // the caller's floating-point mode (denormals.h), per job
 
   std::atomic<uint64_t> state_{0};  // (generation << 32) | next chunk to claim
   std::atomic<int64_t> done_{0};    // chunks of the current job that finished
