@@ -10,33 +10,58 @@ namespace {
 
 using ctrax::Tensor;
 
-ctrax::TrainerOptions mlp_trainer(bool compile) {
+// The batches a step cycles through. Not one fixed batch: on a single batch the MLP fits it within
+// a few thousand steps, its gradients shrink until Adam's g^2 is subnormal (each subnormal
+// operation costs this CPU a microcode assist), and the time per step grows with the number
+// of iterations Google Benchmark chooses. Sixteen batches keep the loss and the gradients at
+// the size training sees.
+constexpr int kBatches = 16;
+
+std::vector<ctrax::Batch> mlp_batches() {
+  std::vector<ctrax::Batch> batches;
+  for (int i = 0; i < kBatches; ++i) {
+    const auto [kx, ky] = ctrax::split(ctrax::Key(100 + i));
+    batches.push_back({ctrax::uniform(kx, {64, 4}, ctrax::DType::float32, -1.0, 1.0),
+                       ctrax::uniform(ky, {64, 2}, ctrax::DType::float32, -0.5, 0.5)});
+  }
+  return batches;
+}
+
+ctrax::TrainerOptions mlp_trainer(bool compile, const std::vector<ctrax::Batch>& batches) {
   ctrax::TrainerOptions o;
   o.model = ctrax::Serial({ctrax::Dense(64), ctrax::Relu(), ctrax::Dense(64), ctrax::Relu(), ctrax::Dense(2)});
   o.loss = ctrax::L2Loss();
   o.optimizer = std::make_shared<ctrax::Adam>(ctrax::AdamOptions{.learning_rate = 1e-3});
   o.lr_schedule = ctrax::constant_schedule(1e-3);
-  const Tensor x = ctrax::uniform(ctrax::Key(1), {64, 4}, ctrax::DType::float32, -1.0, 1.0);
-  const Tensor y = ctrax::uniform(ctrax::Key(2), {64, 2}, ctrax::DType::float32, -0.5, 0.5);
-  o.train_stream = [x, y](int64_t) { return ctrax::Batch{x, y}; };
+  o.train_stream = [batches](int64_t i) { return batches[static_cast<size_t>(i % kBatches)]; };
   o.compile = compile;
   return o;
 }
 
-void train_steps(benchmark::State& state, bool compile) {
+// flush: subnormal floats flushed to zero (kernels/denormals.h), as XLA computes on the CPU.
+void train_steps(benchmark::State& state, bool compile, bool flush = false) {
   ctrax::kernels::set_num_threads(1);
-  ctrax::Trainer trainer(mlp_trainer(compile));
-  const ctrax::Batch batch = trainer.options().train_stream(0);
-  for (int i = 0; i < 3; ++i) trainer.train_step(batch, false);  // warm: records the plan
+  const bool was_flushing = ctrax::kernels::flush_denormals();
+  if (flush && !ctrax::kernels::set_flush_denormals(true)) {
+    state.SkipWithError("this CPU has no flush-to-zero mode");
+    return;
+  }
+  const std::vector<ctrax::Batch> batches = mlp_batches();
+  ctrax::Trainer trainer(mlp_trainer(compile, batches));
+  size_t i = 0;
+  for (; i < 3; ++i) trainer.train_step(batches[i], false);  // warm: records the plan
   const ctrax::AllocationStats before = ctrax::allocation_stats();
-  for (auto _ : state) benchmark::DoNotOptimize(trainer.train_step(batch, false));
+  for (auto _ : state) benchmark::DoNotOptimize(trainer.train_step(batches[i++ % kBatches], false));
   state.counters["storages_per_step"] = static_cast<double>(ctrax::allocation_stats().storages_allocated -
                                                             before.storages_allocated) /
                                         static_cast<double>(state.iterations());
+  ctrax::kernels::set_flush_denormals(was_flushing);
 }
 
 void BM_mlp_train_step_eager(benchmark::State& state) { train_steps(state, false); }
 void BM_mlp_train_step_compiled(benchmark::State& state) { train_steps(state, true); }
+void BM_mlp_train_step_eager_flushed(benchmark::State& state) { train_steps(state, false, true); }
+void BM_mlp_train_step_compiled_flushed(benchmark::State& state) { train_steps(state, true, true); }
 
 // The loss and gradients alone (no optimizer, no Trainer): the plan's kernels against eager.
 Tensor mlp_loss(const std::vector<Tensor>& w, const Tensor& x, const Tensor& y) {
@@ -78,6 +103,8 @@ void BM_mlp_value_and_grad_compiled(benchmark::State& state) {
 
 BENCHMARK(BM_mlp_train_step_eager);
 BENCHMARK(BM_mlp_train_step_compiled);
+BENCHMARK(BM_mlp_train_step_eager_flushed);
+BENCHMARK(BM_mlp_train_step_compiled_flushed);
 BENCHMARK(BM_mlp_value_and_grad_eager);
 BENCHMARK(BM_mlp_value_and_grad_compiled);
 BENCHMARK_MAIN();
