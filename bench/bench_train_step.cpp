@@ -32,7 +32,6 @@ ctrax::TrainerOptions mlp_trainer(bool compile, const std::vector<ctrax::Batch>&
   o.model = ctrax::Serial({ctrax::Dense(64), ctrax::Relu(), ctrax::Dense(64), ctrax::Relu(), ctrax::Dense(2)});
   o.loss = ctrax::L2Loss();
   o.optimizer = std::make_shared<ctrax::Adam>(ctrax::AdamOptions{.learning_rate = 1e-3});
-  o.lr_schedule = ctrax::constant_schedule(1e-3);
   o.train_stream = [batches](int64_t i) { return batches[static_cast<size_t>(i % kBatches)]; };
   o.compile = compile;
   return o;

@@ -49,13 +49,11 @@ int main(int argc, char** argv) {
     PolicyAgentOptions policy;
     policy.policy_model = Policy(2, body, nullptr, orthogonal(0.01));
     policy.policy_optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-3, .clip_grad_norm = 0.5});
-    policy.policy_lr_schedule = constant_schedule(1e-3);
     policy.seed = seed;
 
     ActorCriticOptions value;
     value.value_model = Value(body, nullptr, orthogonal(1.0));
     value.value_optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-3, .clip_grad_norm = 0.5});
-    value.value_lr_schedule = constant_schedule(1e-3);
     value.advantage_estimator = gae(0.8);
     value.rollout_passes = 20;
     value.minibatch_size = 256;

@@ -36,7 +36,6 @@ int main(int argc, char** argv) {
     options.model = MLP({64, 64, 1}, Tanh);
     options.loss = L2Loss();
     options.optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 3e-3, .weight_decay_rate = 0.0});
-    options.lr_schedule = constant_schedule(3e-3);
     // Minibatches of 64 drawn with replacement; batch i depends only on i.
     options.train_stream = [&](int64_t index) {
       const Tensor rows = randint(fold_in(batch_key, static_cast<uint64_t>(index)), {64}, 0, train_x.shape()[0]);

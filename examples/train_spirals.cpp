@@ -52,9 +52,9 @@ int main(int argc, char** argv) {
     options.model = MLP({64, 64, 2}, Relu);
     options.loss = WeightedCategoryCrossEntropy();
     options.metrics = {{"accuracy", Accuracy(/*weighted=*/true)}};
-    options.optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-2, .weight_decay_rate = 0.0});
-    options.lr_schedule = multifactor_schedule({.factors = "constant * linear_warmup", .constant = 1e-2,
-                                                .warmup_steps = 100});
+    options.optimizer = std::make_shared<Adam>(AdamOptions{
+        .learning_rate = multifactor_schedule({.factors = "constant * linear_warmup", .constant = 1e-2, .warmup_steps = 100}),
+        .weight_decay_rate = 0.0});
     options.train_stream = minibatches(train_x, train_y, Key(3), 128);
     // Evaluation: the whole held-out set as one batch.
     options.eval_stream = [&](int64_t) { return Batch{test_x, test_y}; };

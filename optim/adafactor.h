@@ -24,7 +24,7 @@
 namespace ctrax {
 
 struct AdafactorOptions {
-  double learning_rate = 0.05;
+  LearningRate learning_rate = 0.05;
   bool factored = true;
   bool multiply_by_parameter_scale = true;
   bool do_clipping = true;

@@ -67,7 +67,7 @@ AdamW::AdamW(AdamWOptions options) : Optimizer(options.learning_rate, options.cl
   require_hyperparameter(std::isfinite(options.eps) && options.eps > 0, "eps", "> 0 and finite", options.eps);
   require_hyperparameter(std::isfinite(options.weight_decay) && options.weight_decay >= 0, "weight_decay",
                          ">= 0 and finite", options.weight_decay);
-  check_learning_rate(options.learning_rate);
+  if (options.learning_rate.is_constant()) check_learning_rate(options.learning_rate.constant());
 }
 
 void AdamW::check_learning_rate(double learning_rate) const {

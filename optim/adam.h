@@ -21,7 +21,7 @@
 namespace ctrax {
 
 struct AdamOptions {
-  double learning_rate = 1e-4;
+  LearningRate learning_rate = 1e-4;
   double b1 = 0.9;                  // in [0, 1)
   double b2 = 0.999;                // in [0, 1)
   double eps = 1e-5;                // > 0
@@ -49,7 +49,7 @@ class Adam final : public Optimizer {
 };
 
 struct AdamWOptions {
-  double learning_rate = 1e-3;
+  LearningRate learning_rate = 1e-3;
   double b1 = 0.9;
   double b2 = 0.999;
   double eps = 1e-8;

@@ -17,7 +17,7 @@
 namespace ctrax {
 
 struct MomentumOptions {
-  double learning_rate = 0.01;
+  LearningRate learning_rate = 0.01;
   double mass = 0.9;                  // in [0, 1)
   double weight_decay_rate = 1e-5;    // in [0, 1)
   bool nesterov = true;

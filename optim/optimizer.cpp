@@ -162,10 +162,8 @@ void init_walk(const Tree& w, Tree& out, const PathLink* path, const Optimizer& 
 
 }  // namespace
 
-Optimizer::Optimizer(double learning_rate, std::optional<double> clip_grad_norm)
-    : learning_rate_(learning_rate), clip_grad_norm_(clip_grad_norm) {
-  CTRAX_REQUIRE(std::isfinite(learning_rate) && learning_rate >= 0,
-                "Optimizer: learning_rate must be >= 0 and finite, got ", learning_rate);
+Optimizer::Optimizer(LearningRate learning_rate, std::optional<double> clip_grad_norm)
+    : learning_rate_(std::move(learning_rate)), clip_grad_norm_(clip_grad_norm) {
   CTRAX_REQUIRE(!clip_grad_norm || (std::isfinite(*clip_grad_norm) && *clip_grad_norm > 0),
                 "Optimizer: clip_grad_norm must be > 0 and finite when set, got ", clip_grad_norm.value_or(0));
 }

@@ -4,8 +4,9 @@
 // gradients and slots are Trees (tensor/tree.h) of the same structure; each optimizer defines
 // the slots of one weight tensor and the update of one weight, and this base class walks the
 // trees, applies global-norm gradient clipping and reports norms. What it is not for:
-// producing gradients (autograd/grad.h does that) or choosing the learning rate (a schedule,
-// optim/schedules.h, gives it to update() each step, as Trax's Trainer injects it).
+// producing gradients (autograd/grad.h does that). The learning rate is part of the options
+// (a value or a schedule, optim/schedules.h); update() takes the step's rate as an argument,
+// which the trainers read from learning_rate_at(step).
 //
 // Slots: init(weights) returns a tree with the weights' structure in which each weight leaf is
 // replaced by the list of its slots (Adam: [m, v]; SGD: []), so a slot's path is
@@ -29,6 +30,7 @@
 
 #include "../tensor/tensor.h"
 #include "../tensor/tree.h"
+#include "schedules.h"
 
 namespace ctrax {
 
@@ -45,9 +47,11 @@ class Optimizer {
 
   // "Adam", "SGD", ...
   virtual const char* name() const = 0;
-  // The learning rate the optimizer was configured with (Trax's default unless set); the
-  // trainers use it when no schedule is given.
-  double learning_rate() const { return learning_rate_; }
+  // The learning rate the optimizer was configured with (its options' default unless set): a
+  // value or a schedule. The trainers take each step's rate from it.
+  const LearningRate& learning_rate() const { return learning_rate_; }
+  // The rate of step `step` (learning_rate().at(step)).
+  double learning_rate_at(int64_t step) const { return learning_rate_.at(step); }
   // Global-norm clipping threshold (Trax's clip_grad_norm); nullopt when off.
   std::optional<double> clip_grad_norm() const { return clip_grad_norm_; }
 
@@ -86,9 +90,9 @@ class Optimizer {
   virtual bool supports_cuda() const { return false; }
 
  protected:
-  // `learning_rate` must be >= 0 and finite; clip_grad_norm, when set, > 0 and finite. (The
-  // error says "Optimizer: ...": name() is not the subclass's yet while the base is built.)
-  Optimizer(double learning_rate, std::optional<double> clip_grad_norm);
+  // clip_grad_norm, when set, must be > 0 and finite. (The error says "Optimizer: ...": name()
+  // is not the subclass's yet while the base is built.)
+  Optimizer(LearningRate learning_rate, std::optional<double> clip_grad_norm);
 
   // The slots of one weight tensor.
   virtual std::vector<Tensor> init_slots(const Tensor& weight) const = 0;
@@ -115,7 +119,7 @@ class Optimizer {
   void require_hyperparameter(bool ok, const char* what, const char* rule, double value) const;
 
  private:
-  double learning_rate_;
+  LearningRate learning_rate_;
   std::optional<double> clip_grad_norm_;
 
   void check_step_and_rate(int64_t step, double learning_rate) const;

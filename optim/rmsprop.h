@@ -14,7 +14,7 @@
 namespace ctrax {
 
 struct RMSPropOptions {
-  double learning_rate = 1e-3;
+  LearningRate learning_rate = 1e-3;
   double gamma = 0.9;                // in [0, 1)
   double eps = 1e-8;                 // > 0
   double initial_mean_square = 1.0;  // >= 0

@@ -167,4 +167,20 @@ Schedule linear_annealing_schedule(double initial, int64_t total_steps) {
   };
 }
 
+LearningRate::LearningRate(double value) : value_(value) {
+  CTRAX_REQUIRE(std::isfinite(value) && value >= 0, "learning_rate must be >= 0 and finite, got ", value);
+}
+
+LearningRate::LearningRate(Schedule schedule) : schedule_(std::move(schedule)) {
+  CTRAX_REQUIRE(schedule_ != nullptr, "learning_rate: the schedule is empty");
+}
+
+double LearningRate::at(int64_t step) const {
+  if (!schedule_) return value_;
+  const double rate = schedule_(step);
+  CTRAX_REQUIRE(std::isfinite(rate) && rate >= 0, "learning_rate: the schedule gave ", rate, " at step ", step,
+                "; it must be finite and >= 0");
+  return rate;
+}
+
 }  // namespace ctrax

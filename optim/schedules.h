@@ -1,6 +1,8 @@
-// Learning-rate schedules: functions of the training step.
+// Learning rates: one value, or a schedule (a function of the training step).
 //
-// What it is for: the learning rate the trainers pass to Optimizer::update each step. A
+// What it is for: an optimizer's learning rate (optim/optimizer.h), the one place a rate is
+// set: `AdamOptions{.learning_rate = 1e-2}` or `AdamOptions{.learning_rate =
+// multifactor_schedule()}`; the trainers read each step's rate from their optimizer. A
 // schedule is a plain std::function<double(int64_t step)>, so any callable works; these are the
 // ones Trax ships (supervised/lr_schedules.py) and the linear annealing PPO configurations use.
 // Steps count from 0, as Trax's Trainer counts them: with a linear warm-up the first step's
@@ -15,6 +17,8 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 namespace ctrax {
 
@@ -49,5 +53,28 @@ Schedule multifactor_schedule(const MultifactorOptions& options = {});
 // initial * max(0, 1 - step / total_steps): linear annealing to zero over total_steps (> 0),
 // then zero.
 Schedule linear_annealing_schedule(double initial, int64_t total_steps);
+
+// A learning rate: a constant (finite, >= 0; else ctrax::Error) or a schedule. Converts
+// implicitly from both, so options read `.learning_rate = 1e-3` or `.learning_rate = schedule`.
+class LearningRate {
+ public:
+  LearningRate(double value);      // NOLINT(google-explicit-constructor)
+  LearningRate(Schedule schedule);  // NOLINT(google-explicit-constructor); not empty
+  template <typename F>
+    requires(std::is_invocable_r_v<double, const F&, int64_t> && !std::is_arithmetic_v<F> &&
+             !std::is_same_v<std::decay_t<F>, Schedule>)
+  LearningRate(F f) : LearningRate(Schedule(std::move(f))) {}  // NOLINT(google-explicit-constructor)
+
+  // The rate of step `step` (>= 0); throws ctrax::Error when a schedule gives a value that is
+  // not finite and >= 0, naming the step.
+  double at(int64_t step) const;
+  // Whether it is one value for every step, and that value (0 for a schedule).
+  bool is_constant() const { return !schedule_; }
+  double constant() const { return value_; }
+
+ private:
+  Schedule schedule_;
+  double value_ = 0;
+};
 
 }  // namespace ctrax

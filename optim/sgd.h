@@ -11,7 +11,7 @@
 namespace ctrax {
 
 struct SGDOptions {
-  double learning_rate = 0.01;
+  LearningRate learning_rate = 0.01;
   std::optional<double> clip_grad_norm;
 };
 

@@ -129,8 +129,7 @@ void Trainer::validate_and_init() {
   CTRAX_REQUIRE(o.metrics.count("loss") == 0,
                 "Trainer: options.metrics must not name a metric \"loss\" (the loss is always reported as "
                 "\"loss\")");
-  if (!o.optimizer) o.optimizer = std::make_shared<Adam>();
-  if (!o.lr_schedule) o.lr_schedule = multifactor_schedule();
+  if (!o.optimizer) o.optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = multifactor_schedule()});
   if (!o.eval_stream) o.eval_stream = o.train_stream;
 
   // Every loss and metric takes the model's outputs and the targets, and the weights when it
@@ -321,10 +320,7 @@ bool Trainer::update_in_step() {
 
 Metrics Trainer::train_step(const Batch& batch, bool with_metrics) {
   if (!heads_ready_) init_heads(split_batch(batch, "train", step_));
-  const double scheduled = options_.lr_schedule(step_);
-  CTRAX_REQUIRE(std::isfinite(scheduled) && scheduled >= 0, "Trainer: the learning-rate schedule gave ",
-                scheduled, " at step ", step_, "; it must be finite and >= 0");
-  const double learning_rate = scheduled * lr_factor_;
+  const double learning_rate = options_.optimizer->learning_rate_at(step_) * lr_factor_;
   const std::pair<Key, Key> keys = split(rng_);
   const Key next_rng = keys.first;
   std::vector<Tensor> inputs(batch.begin(), batch.end());

@@ -1,4 +1,4 @@
-// Trainer: supervised training of a model with a loss, an optimizer and a schedule (Trax's
+// Trainer: supervised training of a model with a loss and an optimizer (Trax's
 // supervised.Trainer, which every RL trainer builds on).
 //
 // What it is for: the loop "take a batch, compute loss and gradients, update the weights",
@@ -28,7 +28,8 @@
 // that guarantee. At construction the train stream's batch 0 is read once to learn the input
 // signature, unless TrainerOptions::input_signature is given.
 //
-// Each training step s (counting from 0): the learning rate is lr_schedule(s); the rng key is
+// Each training step s (counting from 0): the learning rate is the optimizer's rate at step s
+// (Optimizer::learning_rate_at: its value, or its schedule's); the rng key is
 // split into this step's key and the next state; the model runs in Mode::train; the optimizer
 // updates the weights in place; the row (loss, metrics, learning_rate, gradients_l2,
 // weights_l2) goes to the sinks every log_every_steps steps. train_epoch(n) runs n steps, then
@@ -72,8 +73,10 @@ using BatchStream = std::function<Batch(int64_t index)>;
 struct TrainerOptions {
   LayerPtr model;                         // required
   LayerPtr loss;                          // required: (outputs..., targets, weights) -> scalar
-  std::shared_ptr<Optimizer> optimizer;   // default: Adam with Trax's defaults
-  Schedule lr_schedule;                   // default: multifactor_schedule() (Trax's default)
+  // Default: Trax's Trainer default, Adam with the multifactor schedule
+  // (AdamOptions{.learning_rate = multifactor_schedule()}). A given optimizer's learning rate
+  // (a value or a schedule) is the rate used.
+  std::shared_ptr<Optimizer> optimizer;
   BatchStream train_stream;               // required
   BatchStream eval_stream;                // default: the train stream
   std::map<std::string, LayerPtr> metrics;  // evaluated with the loss; the loss is always "loss"

@@ -166,7 +166,6 @@ ActorCriticAgent::ActorCriticAgent(RLTask& task, AgentOptions agent_options, Pol
   t.compile = this->agent_options().compile;
   t.model = o.value_model;
   t.optimizer = o.value_optimizer;
-  t.lr_schedule = o.value_lr_schedule;
   if (o.rollout_passes) {
     // (observations, targets, mask, old values): the agent makes every batch itself.
     t.loss = RolloutValueLoss(o.value_clip);

@@ -111,8 +111,8 @@ namespace ctrax {
 struct ActorCriticOptions {
   LayerPtr value_model;                        // required: [B, L, ...] -> [B, L], e.g. Value(body); with
                                                // q_value (observations, actions) -> [B, L], e.g. ActionValue
-  std::shared_ptr<Optimizer> value_optimizer;  // default: Adam with Trax's defaults
-  Schedule value_lr_schedule;                  // default: multifactor_schedule()
+  // Default: Adam with Trax's multifactor schedule as its learning rate (the Trainer's default).
+  std::shared_ptr<Optimizer> value_optimizer;
   int64_t value_batch_size = 64;               // >= 1
   int64_t value_train_steps_per_epoch = 500;   // >= 0
   int64_t value_evals_per_epoch = 1;           // >= 1: chunks, each followed by an evaluation and a target sync

@@ -72,7 +72,6 @@ ActorCriticJointAgent::ActorCriticJointAgent(RLTask& task, AgentOptions agent_op
   t.loss = algorithm.loss(distribution_, o.normalize_advantages.value_or(algorithm.normalize_advantages));
   t.metrics = joint_metrics(distribution_, algorithm.clip_epsilon);
   t.optimizer = o.optimizer;
-  t.lr_schedule = o.lr_schedule;
   // Each tensor of a batch moves to the device once per step (the observations are there already).
   t.train_stream = [this](int64_t index) { return batch_to(batch(index), device()); };
   // (observations) -> (dist_inputs, values), then the 6 loss inputs of the batch: the loss sees

@@ -75,8 +75,8 @@ struct ActorCriticJointOptions {
   // The action distribution; default create_distribution(action space) (as PolicyAgentOptions's:
   // e.g. Gaussian(shape, 0.5, LearnStd::separate) learns the std). It must fit the action space.
   DistributionPtr distribution;
-  std::shared_ptr<Optimizer> optimizer;         // default: Adam with Trax's defaults
-  Schedule lr_schedule;                         // default: multifactor_schedule()
+  // Default: Adam with Trax's multifactor schedule as its learning rate (the Trainer's default).
+  std::shared_ptr<Optimizer> optimizer;
   int64_t batch_size = 64;                      // >= 1 slices per batch
   int64_t train_steps_per_epoch = 500;          // >= 0
   int64_t supervised_evals_per_epoch = 1;       // >= 0: evaluations per epoch (metrics only)

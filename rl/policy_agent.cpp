@@ -39,7 +39,6 @@ PolicyAgent::PolicyAgent(RLTask& task, AgentOptions agent_options, PolicyAgentOp
   t.loss = std::move(loss);
   t.metrics = std::move(metrics);
   t.optimizer = o.policy_optimizer;
-  t.lr_schedule = o.policy_lr_schedule;
   // Batches are made on the CPU (observations may already be on the device); each tensor moves
   // to the device once per step.
   t.train_stream = [this, batch = std::move(batch)](int64_t index) { return batch_to(batch(index), device()); };

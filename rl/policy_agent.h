@@ -42,8 +42,8 @@ struct PolicyAgentOptions {
   // discrete spaces, Gaussian with a fixed std of 1 for Box spaces. Give e.g.
   // Gaussian(shape, 0.5, LearnStd::separate) to learn the std. It must fit the action space.
   DistributionPtr distribution;
-  std::shared_ptr<Optimizer> policy_optimizer;  // default: Adam with Trax's defaults
-  Schedule policy_lr_schedule;                  // default: multifactor_schedule()
+  // Default: Adam with Trax's multifactor schedule as its learning rate (the Trainer's default).
+  std::shared_ptr<Optimizer> policy_optimizer;
   int64_t policy_batch_size = 64;               // >= 1 slices per batch
   int64_t policy_train_steps_per_epoch = 500;   // >= 0
   int64_t policy_evals_per_epoch = 1;           // >= 0: evaluations of the policy loss per epoch (metrics only)

@@ -117,6 +117,11 @@ void ConfigTable::fail(const std::string& key, const std::string& what) const {
 
 bool ConfigTable::has(const std::string& key) const { return table_->contains(key); }
 
+bool ConfigTable::has_table(const std::string& key) const {
+  const toml::node* node = table_->get(key);
+  return node != nullptr && node->is_table();
+}
+
 toml::node* ConfigTable::find(const std::string& key) {
   known_.insert(key);
   return table_->get(key);

@@ -62,6 +62,8 @@ class ConfigTable {
   // A sub-table (created empty when absent); a non-table value throws.
   ConfigTable table(const std::string& key);
   bool has(const std::string& key) const;
+  // Whether `key` holds a table (for keys that take a value or a table).
+  bool has_table(const std::string& key) const;
 
   // Throws for the first key that no getter asked for, listing the allowed ones.
   void finish() const;

@@ -102,8 +102,17 @@ ModelSpec read_model(ConfigTable t, Network network, bool with_injection = false
   return m;
 }
 
+Schedule read_schedule(ConfigTable t);
+
+// learning_rate = 1e-3 (a number) or learning_rate = { name = "...", ... } (a schedule).
+LearningRate read_learning_rate(ConfigTable& t) {
+  if (t.has_table("learning_rate")) return read_schedule(t.table("learning_rate"));
+  return t.number("learning_rate", 1e-3, 0.0, kInf);
+}
+
 std::shared_ptr<Optimizer> read_optimizer(ConfigTable t) {
   const std::string name = t.choice("name", "adam", optimizer_names());
+  const LearningRate rate = read_learning_rate(t);
   const std::optional<double> clip = t.optional_number("clip_grad_norm", 0.0, kInf);
   std::shared_ptr<Optimizer> out;
   if (name == "adam") {
@@ -112,6 +121,7 @@ std::shared_ptr<Optimizer> read_optimizer(ConfigTable t) {
     o.b2 = t.number("b2", o.b2, 0.0, 0.999999);
     o.eps = t.number("eps", o.eps, 1e-30, 1.0);
     o.weight_decay_rate = t.number("weight_decay_rate", o.weight_decay_rate, 0.0, 0.999999);
+    o.learning_rate = rate;
     o.clip_grad_norm = clip;
     out = std::make_shared<Adam>(o);
   } else if (name == "adamw") {
@@ -120,10 +130,12 @@ std::shared_ptr<Optimizer> read_optimizer(ConfigTable t) {
     o.b2 = t.number("b2", o.b2, 0.0, 0.999999);
     o.eps = t.number("eps", o.eps, 1e-30, 1.0);
     o.weight_decay = t.number("weight_decay", o.weight_decay, 0.0, 0.999999);
+    o.learning_rate = rate;
     o.clip_grad_norm = clip;
     out = std::make_shared<AdamW>(o);
   } else if (name == "sgd") {
     SGDOptions o;
+    o.learning_rate = rate;
     o.clip_grad_norm = clip;
     out = std::make_shared<SGD>(o);
   } else if (name == "momentum") {
@@ -131,6 +143,7 @@ std::shared_ptr<Optimizer> read_optimizer(ConfigTable t) {
     o.mass = t.number("mass", o.mass, 0.0, 0.999999);
     o.weight_decay_rate = t.number("weight_decay_rate", o.weight_decay_rate, 0.0, 0.999999);
     o.nesterov = t.boolean("nesterov", o.nesterov);
+    o.learning_rate = rate;
     o.clip_grad_norm = clip;
     out = std::make_shared<Momentum>(o);
   } else if (name == "rmsprop") {
@@ -138,6 +151,7 @@ std::shared_ptr<Optimizer> read_optimizer(ConfigTable t) {
     o.gamma = t.number("gamma", o.gamma, 0.0, 0.999999);
     o.eps = t.number("eps", o.eps, 1e-30, 1.0);
     o.initial_mean_square = t.number("initial_mean_square", o.initial_mean_square, 0.0, kInf);
+    o.learning_rate = rate;
     o.clip_grad_norm = clip;
     out = std::make_shared<RMSProp>(o);
   } else {
@@ -152,6 +166,7 @@ std::shared_ptr<Optimizer> read_optimizer(ConfigTable t) {
     o.weight_decay_rate = t.number("weight_decay_rate", o.weight_decay_rate, 0.0, 0.999999);
     o.epsilon1 = t.number("epsilon1", o.epsilon1, 1e-300, 1.0);
     o.epsilon2 = t.number("epsilon2", o.epsilon2, 0.0, 1.0);
+    o.learning_rate = rate;
     o.clip_grad_norm = clip;
     out = std::make_shared<Adafactor>(o);
   }
@@ -205,10 +220,12 @@ DistributionPtr read_distribution(ConfigTable t, const Space& actions) {
   return std::make_shared<Gaussian>(actions.shape(), std, mode);
 }
 
-// A network's optimizer and schedule.
-void read_training(ConfigTable& section, std::shared_ptr<Optimizer>& optimizer, Schedule& schedule) {
+// A network's optimizer, with its learning rate.
+void read_training(ConfigTable& section, std::shared_ptr<Optimizer>& optimizer) {
+  if (section.has("lr_schedule"))
+    section.fail("lr_schedule", "the learning rate belongs to the optimizer: write it in the optimizer table, "
+                                "learning_rate = 1e-3 or learning_rate = { name = \"linear_annealing\", ... }");
   optimizer = read_optimizer(section.table("optimizer"));
-  schedule = read_schedule(section.table("lr_schedule"));
 }
 
 AdvantageEstimator read_estimator(ConfigTable& t) {
@@ -320,7 +337,7 @@ RunConfig read_run_config(toml::table config, const std::string& file) {
     c.joint.n_replay_epochs = c.task.n_replay_epochs;
     c.joint.seed = c.seed;
     const ModelSpec m = read_model(t.table("model"), Network::joint);
-    read_training(t, c.joint.optimizer, c.joint.lr_schedule);
+    read_training(t, c.joint.optimizer);
     c.joint.distribution = read_distribution(t.table("distribution"), actions);
     const int64_t n = c.joint.distribution->n_inputs();
     c.make_joint_model = [n, m] {
@@ -360,7 +377,7 @@ RunConfig read_run_config(toml::table config, const std::string& file) {
     c.policy.max_slice_length = slice_length(t, 1);
     c.policy.seed = c.seed;
     const ModelSpec m = read_model(t.table("model"), Network::policy);
-    read_training(t, c.policy.policy_optimizer, c.policy.policy_lr_schedule);
+    read_training(t, c.policy.policy_optimizer);
     c.policy.distribution = read_distribution(t.table("distribution"), actions);
     const int64_t n = c.policy.distribution->n_inputs();
     c.make_policy_model = [n, m] {
@@ -411,7 +428,7 @@ RunConfig read_run_config(toml::table config, const std::string& file) {
         if (!discrete && v.has("vocab_size")) v.fail("vocab_size", "applies to discrete action spaces only");
       }
       const ModelSpec m2 = read_model(v.table("model"), Network::value, c.value.q_value);
-      read_training(v, c.value.value_optimizer, c.value.value_lr_schedule);
+      read_training(v, c.value.value_optimizer);
       if (c.value.q_value) {
         const int64_t vocab = c.value.vocab_size;
         c.make_value_model = [m2, discrete, vocab] {

@@ -39,8 +39,9 @@
 //                            normalize_sample_limit, normalize_clip (an MLP body; <network> is
 //                            policy, value or joint);
 //                            with value.q_value also injection_dim, injection_layers (ActionValue)
-//   [<network>.optimizer]    name (adam, adamw, sgd, momentum, rmsprop, adafactor) and its options
-//   [<network>.lr_schedule]  name (constant, multifactor, linear_annealing) and its options
+//   [<network>.optimizer]    name (adam, adamw, sgd, momentum, rmsprop, adafactor), learning_rate
+//                            (a number, default 1e-3, or a schedule table: name (constant,
+//                            multifactor, linear_annealing) and its options), and its options
 //   [<network>.distribution] std, learn_std (none, shared, separate): Box action spaces only
 //   [ppo] epsilon, entropy_coeff, anneal_epsilon     [a2c] entropy_coeff     [awr] beta, w_max, entropy_coeff
 //   [sampling_awr] beta, w_max, entropy_coeff, reweight

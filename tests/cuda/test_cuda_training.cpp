@@ -30,7 +30,6 @@ ActorCriticOptions training_value() {
   ActorCriticOptions v;
   v.value_model = Value(tanh_mlp(16));
   v.value_optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-3});
-  v.value_lr_schedule = constant_schedule(1e-3);
   v.value_batch_size = 4;
   v.value_train_steps_per_epoch = 4;
   return v;

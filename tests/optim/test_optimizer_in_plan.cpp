@@ -140,7 +140,6 @@ TEST_CASE("Trainer with an optimizer that does not run in plans updates after th
     o.model = Serial({Dense(8), Tanh(), Dense(1)});
     o.loss = L2Loss();
     o.optimizer = std::move(opt);
-    o.lr_schedule = constant_schedule(0.05);
     o.train_stream = [x, y](int64_t) { return Batch{x, y}; };
     Trainer trainer(o);
     for (int i = 0; i < 5; ++i) trainer.train_step();

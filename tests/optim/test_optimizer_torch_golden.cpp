@@ -63,7 +63,7 @@ Tree tree_of(const json& values, DType dtype) {
 std::unique_ptr<ctrax::Optimizer> make_optimizer(const std::string& kind, const json& o) {
   if (kind == "Adam") {
     ctrax::AdamOptions a;
-    a.learning_rate = o.at("learning_rate");
+    a.learning_rate = o.at("learning_rate").get<double>();
     a.b1 = o.at("b1");
     a.b2 = o.at("b2");
     a.eps = o.at("eps");
@@ -72,7 +72,7 @@ std::unique_ptr<ctrax::Optimizer> make_optimizer(const std::string& kind, const 
   }
   if (kind == "AdamW") {
     ctrax::AdamWOptions a;
-    a.learning_rate = o.at("learning_rate");
+    a.learning_rate = o.at("learning_rate").get<double>();
     a.b1 = o.at("b1");
     a.b2 = o.at("b2");
     a.eps = o.at("eps");
@@ -81,7 +81,7 @@ std::unique_ptr<ctrax::Optimizer> make_optimizer(const std::string& kind, const 
   }
   if (kind == "RMSProp") {
     ctrax::RMSPropOptions r;
-    r.learning_rate = o.at("learning_rate");
+    r.learning_rate = o.at("learning_rate").get<double>();
     r.gamma = o.at("gamma");
     r.eps = o.at("eps");
     r.initial_mean_square = o.at("initial_mean_square");
@@ -89,7 +89,7 @@ std::unique_ptr<ctrax::Optimizer> make_optimizer(const std::string& kind, const 
   }
   if (kind == "Momentum") {
     ctrax::MomentumOptions m;
-    m.learning_rate = o.at("learning_rate");
+    m.learning_rate = o.at("learning_rate").get<double>();
     m.mass = o.at("mass");
     m.weight_decay_rate = o.at("weight_decay_rate");
     m.nesterov = o.at("nesterov");
@@ -97,7 +97,7 @@ std::unique_ptr<ctrax::Optimizer> make_optimizer(const std::string& kind, const 
   }
   REQUIRE_MESSAGE(kind == "SGD", "unknown optimizer in the fixture: " << kind);
   ctrax::SGDOptions s;
-  s.learning_rate = o.at("learning_rate");
+  s.learning_rate = o.at("learning_rate").get<double>();
   return std::make_unique<ctrax::SGD>(s);
 }
 

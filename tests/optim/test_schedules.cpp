@@ -240,3 +240,19 @@ TEST_CASE("Schedules: constant and linear annealing refuse bad arguments, every 
   check_error([] { multifactor_schedule()(-1); }, {"multifactor_schedule", "step must be >= 0", "got -1"});
   check_error([] { linear_annealing_schedule(0.1, 10)(-7); }, {"linear_annealing_schedule", "got -7"});
 }
+
+TEST_CASE("LearningRate: a value or a schedule, each step's rate checked") {
+  const ctrax::LearningRate constant = 0.25;
+  CHECK(constant.is_constant());
+  CHECK(constant.at(0) == 0.25);
+  CHECK(constant.at(1000000) == 0.25);
+  const ctrax::LearningRate scheduled = ctrax::linear_annealing_schedule(1.0, 4);
+  CHECK_FALSE(scheduled.is_constant());
+  CHECK(scheduled.at(1) == 0.75);
+  const ctrax::LearningRate lambda = [](int64_t step) { return step < 2 ? 0.5 : std::nan(""); };
+  CHECK(lambda.at(1) == 0.5);
+  CHECK_THROWS_WITH_AS(lambda.at(2), doctest::Contains("learning_rate: the schedule gave nan at step 2"), ctrax::Error);
+  CHECK_THROWS_WITH_AS(ctrax::LearningRate(-0.5), doctest::Contains("learning_rate must be >= 0 and finite, got -0.5"),
+                       ctrax::Error);
+  CHECK_THROWS_WITH_AS(ctrax::LearningRate(ctrax::Schedule()), doctest::Contains("the schedule is empty"), ctrax::Error);
+}

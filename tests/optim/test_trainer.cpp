@@ -54,7 +54,6 @@ TrainerOptions classifier_options(BatchStream stream) {
   o.loss = WeightedCategoryCrossEntropy();
   o.metrics = {{"accuracy", Accuracy(true)}};
   o.optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-2});
-  o.lr_schedule = constant_schedule(1e-2);
   o.train_stream = std::move(stream);
   o.seed = 5;
   return o;
@@ -126,7 +125,7 @@ TEST_CASE("Trainer rejects missing or inconsistent options with clear errors") {
     CHECK_THROWS_WITH_AS(Trainer{o}, doctest::Contains("log_every_steps must be >= 1, got 0"), Error);
   }
   SUBCASE("a schedule that goes negative") {
-    o.lr_schedule = [](int64_t step) { return step < 1 ? 1e-3 : -1.0; };
+    o.optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = [](int64_t step) { return step < 1 ? 1e-3 : -1.0; }});
     Trainer t(o);
     t.train_step();
     CHECK_THROWS_WITH_AS(t.train_step(), doctest::Contains("schedule gave -1 at step 1"), Error);
@@ -143,7 +142,6 @@ TEST_CASE("Trainer fits a linear model with SGD") {
   o.model = Dense(1);
   o.loss = L2Loss();
   o.optimizer = std::make_shared<SGD>(SGDOptions{.learning_rate = 0.1});
-  o.lr_schedule = constant_schedule(0.1);
   o.train_stream = linear_stream(32);
   Trainer t(o);
   const double first = t.train_step()["loss"];
@@ -162,11 +160,28 @@ TEST_CASE("Trainer fits a linear model with SGD") {
   CHECK((*t.model_ptr())(x).item<double>() == doctest::Approx(1.75).epsilon(0.02));
 }
 
+TEST_CASE("Trainer uses the optimizer's learning rate: a value at every step, or its schedule") {
+  // The trap this replaces: a Trainer given Adam(1e-2) and no schedule used Trax's warm-up
+  // (0, 1.25e-05, 2.5e-05, ...). The optimizer is now the one place a rate is set.
+  TrainerOptions o = classifier_options(class_stream(16));
+  o.optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-2});
+  Trainer t(o);
+  for (int i = 0; i < 3; ++i) CHECK(t.train_step().at("learning_rate") == 1e-2);
+  // No optimizer: Trax's Trainer default, Adam with the multifactor schedule (0 at step 0).
+  o.optimizer = nullptr;
+  Trainer trax_default(o);
+  CHECK(trax_default.optimizer().name() == std::string("Adam"));
+  CHECK_FALSE(trax_default.optimizer().learning_rate().is_constant());
+  CHECK(trax_default.train_step().at("learning_rate") == 0.0);
+  CHECK(trax_default.train_step().at("learning_rate") == multifactor_schedule()(1));
+}
+
 TEST_CASE("Trainer reports the learning rate and the optimizer norms per step") {
   TrainerOptions o = classifier_options(class_stream(16));
   auto sink = std::make_shared<MemoryMetricsSink>();
   o.sinks = {sink};
-  o.lr_schedule = multifactor_schedule({.factors = "constant * linear_warmup", .constant = 0.01, .warmup_steps = 4});
+  o.optimizer = std::make_shared<Adam>(AdamOptions{
+      .learning_rate = multifactor_schedule({.factors = "constant * linear_warmup", .constant = 0.01, .warmup_steps = 4})});
   o.log_every_steps = 2;
   Trainer t(o);
   for (int i = 0; i < 5; ++i) t.train_step();
@@ -351,7 +366,6 @@ TEST_CASE("Trainer with n_loss_inputs passes the rest of the batch to the loss a
   o.loss = Fn("ScaledL2", scaled_l2);
   o.metrics = {{"scale_mean", Fn("ScaleMean", [](const Tensor&, const Tensor&, const Tensor& s) { return mean(s); })}};
   o.optimizer = std::make_shared<SGD>(SGDOptions{.learning_rate = 0.05});
-  o.lr_schedule = constant_schedule(0.05);
   o.n_loss_inputs = 2;
   const BatchStream linear = linear_stream(32);
   o.train_stream = [linear](int64_t i) {
@@ -465,8 +479,8 @@ TEST_CASE("Trainer compiled steps equal eager steps bit for bit: MLP regression 
   TrainerOptions o;
   o.model = Serial({Dense(16), Tanh(), Dense(16), Relu(), Dense(1)});
   o.loss = L2Loss();
-  o.optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-2, .clip_grad_norm = 0.5});
-  o.lr_schedule = multifactor_schedule();  // the rate changes every step: the plan must not bake it in
+  // The rate changes every step: the plan must not bake it in.
+  o.optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = multifactor_schedule(), .clip_grad_norm = 0.5});
   o.train_stream = linear_stream(8);
   const TrainerRun eager = run_trainer(o, false, 12);
   const TrainerRun compiled = run_trainer(o, true, 12);
@@ -504,7 +518,6 @@ TEST_CASE("Trainer compiled step allocates no tensor storage in steady state") {
   o.model = Serial({Dense(64), Tanh(), Dense(64), Tanh(), Dense(2)});
   o.loss = L2Loss();
   o.optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-3});
-  o.lr_schedule = constant_schedule(1e-3);
   const Tensor x = normal(Key(1), {64, 4});
   const Tensor y = normal(Key(2), {64, 2});
   o.train_stream = [x, y](int64_t) { return Batch{x, y}; };
@@ -520,7 +533,7 @@ TEST_CASE("Trainer compiled step sees replaced weights and a new batch shape") {
   TrainerOptions o;
   o.model = Serial({Dense(8), Tanh(), Dense(1)});
   o.loss = L2Loss();
-  o.lr_schedule = constant_schedule(1e-2);
+  o.optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-2});
   o.train_stream = linear_stream(4);
   auto run = [&](bool compile) {
     TrainerOptions c = o;

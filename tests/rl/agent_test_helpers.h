@@ -30,7 +30,6 @@ inline PolicyAgentOptions small_policy(uint64_t seed = 0) {
   PolicyAgentOptions p;
   p.policy_model = Policy(2, tanh_mlp(16));
   p.policy_optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-3});
-  p.policy_lr_schedule = constant_schedule(1e-3);
   p.policy_batch_size = 4;
   p.policy_train_steps_per_epoch = 2;
   p.policy_evals_per_epoch = 1;

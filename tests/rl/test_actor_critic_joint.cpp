@@ -68,9 +68,9 @@ ActorCriticJointOptions small_options() {
   ActorCriticJointOptions o;
   o.joint_model = joint_model();
   ctrax::AdamOptions adam;
+  adam.learning_rate = 1e-3;
   adam.weight_decay_rate = 0;
   o.optimizer = std::make_shared<ctrax::Adam>(adam);
-  o.lr_schedule = ctrax::constant_schedule(1e-3);
   o.batch_size = 32;
   o.train_steps_per_epoch = 2;
   return o;
@@ -555,8 +555,7 @@ TEST_CASE("Joint agent PPOJoint solves CartPole-v1") {
   a.eval_temperatures = {0.0, 1.0};
   ActorCriticJointOptions o;
   o.joint_model = ctrax::PolicyAndValue(2, [] { return ctrax::MLP({64, 64}, ctrax::Tanh, true); });
-  o.optimizer = std::make_shared<ctrax::Adam>(ctrax::AdamOptions{.weight_decay_rate = 0, .clip_grad_norm = 0.5});
-  o.lr_schedule = ctrax::constant_schedule(3e-3);
+  o.optimizer = std::make_shared<ctrax::Adam>(ctrax::AdamOptions{.learning_rate = 3e-3, .weight_decay_rate = 0, .clip_grad_norm = 0.5});
   o.batch_size = 32;
   o.train_steps_per_epoch = 30;
   o.max_slice_length = 16;

@@ -35,7 +35,6 @@ ActorCriticOptions small_value() {
   ActorCriticOptions v;
   v.value_model = Value(tanh_mlp(16));
   v.value_optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-3});
-  v.value_lr_schedule = constant_schedule(1e-3);
   v.value_batch_size = 4;
   v.value_train_steps_per_epoch = 2;
   v.advantage_estimator = gae(0.9);
@@ -288,7 +287,6 @@ TEST_CASE("PolicyGradient reaches 200 on CartPole-v0 (Trax's test) with a fixed 
   PolicyAgentOptions p;
   p.policy_model = Policy(2, [] { return MLP({64, 64}, Relu, true); });
   p.policy_optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-2});
-  p.policy_lr_schedule = constant_schedule(1e-2);
   p.policy_batch_size = 128;
   p.policy_train_steps_per_epoch = 1;
   p.policy_evals_per_epoch = 0;
@@ -311,7 +309,6 @@ TEST_CASE("PPO reaches an evaluation return of 195 on CartPole-v1 with a fixed s
   PolicyAgentOptions p;
   p.policy_model = Policy(2, tanh_mlp(64), nullptr, 0.01);
   p.policy_optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-3});
-  p.policy_lr_schedule = constant_schedule(1e-3);
   p.policy_batch_size = 16;
   p.policy_train_steps_per_epoch = 40;
   p.policy_evals_per_epoch = 0;
@@ -320,7 +317,6 @@ TEST_CASE("PPO reaches an evaluation return of 195 on CartPole-v1 with a fixed s
   ActorCriticOptions v;
   v.value_model = Value(tanh_mlp(64));
   v.value_optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-3});
-  v.value_lr_schedule = constant_schedule(1e-3);
   v.value_batch_size = 16;
   v.value_train_steps_per_epoch = 40;
   v.advantage_estimator = gae(0.95);

@@ -33,7 +33,6 @@ ActorCriticOptions small_q_value(int64_t n_samples = 3) {
   ActorCriticOptions v;
   v.value_model = ActionValue(tanh_mlp(16), /*is_discrete=*/true, /*vocab_size=*/2, /*injection_dim=*/16);
   v.value_optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-3});
-  v.value_lr_schedule = constant_schedule(1e-3);
   v.value_batch_size = 4;
   v.value_train_steps_per_epoch = 2;
   v.advantage_estimator = gae(0.9);
@@ -437,7 +436,6 @@ TEST_CASE("Q-value SamplingAWR improves the evaluation return on CartPole-v1 wit
   PolicyAgentOptions p;
   p.policy_model = Policy(2, tanh_mlp(64), nullptr, 0.01);
   p.policy_optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-3});
-  p.policy_lr_schedule = constant_schedule(1e-3);
   p.policy_batch_size = 16;
   p.policy_train_steps_per_epoch = 40;
   p.policy_evals_per_epoch = 0;
@@ -446,7 +444,6 @@ TEST_CASE("Q-value SamplingAWR improves the evaluation return on CartPole-v1 wit
   ActorCriticOptions v;
   v.value_model = ActionValue(tanh_mlp(64), true, 2, 64);
   v.value_optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-3});
-  v.value_lr_schedule = constant_schedule(1e-3);
   v.value_batch_size = 16;
   v.value_train_steps_per_epoch = 40;
   v.advantage_estimator = gae(0.95);

@@ -96,11 +96,9 @@ Solver cartpole_solver(const fs::path& dir) {
   const LayerFactory body = [orthogonal_body] { return MLP({64, 64}, Tanh, orthogonal_body); };
   s.policy.policy_model = Policy(2, body, nullptr, orthogonal(0.01));
   s.policy.policy_optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-3, .clip_grad_norm = 0.5});
-  s.policy.policy_lr_schedule = constant_schedule(1e-3);
   s.policy.seed = 3;
   s.value.value_model = Value(body, nullptr, orthogonal(1.0));
   s.value.value_optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-3, .clip_grad_norm = 0.5});
-  s.value.value_lr_schedule = constant_schedule(1e-3);
   s.value.advantage_estimator = gae(0.8);
   s.value.rollout_passes = 20;
   s.value.minibatch_size = 256;
@@ -348,7 +346,7 @@ TEST_CASE("Annealing: learning rates and PPO's clip range fall linearly with the
   const auto rows = memory_sink(a);
   ActorCriticOptions v;
   v.value_model = Value(tanh_mlp(8));
-  v.value_lr_schedule = constant_schedule(2e-3);
+  v.value_optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 2e-3});
   v.value_train_steps_per_epoch = 1;
   v.value_evals_per_epoch = 1;
   PPOOptions ppo;

@@ -129,7 +129,7 @@ TEST_CASE("Run configs: bad configurations are refused with the file, the line a
                        doctest::Contains("run.toml:5: policy.distribution.std: a Gaussian option, but the action space is discrete"),
                        Error);
   CHECK_THROWS_WITH_AS(read(base + "[policy.optimizer]\nname = \"adam\"\nmass = 0.9\n"),
-                       doctest::Contains("policy.optimizer.mass: unknown key; allowed here: b1, b2, clip_grad_norm, eps, name, weight_decay_rate"),
+                       doctest::Contains("policy.optimizer.mass: unknown key; allowed here: b1, b2, clip_grad_norm, eps, learning_rate, name, weight_decay_rate"),
                        Error);
   CHECK_THROWS_WITH_AS(read(base + "[value]\nadvantage_lambda = 1.5\n"),
                        doctest::Contains("value.advantage_lambda: expected a number in [0, 1], got 1.5"), Error);
@@ -138,8 +138,12 @@ TEST_CASE("Run configs: bad configurations are refused with the file, the line a
                        doctest::Contains("target_eval_return: needs agent.n_eval_episodes >= 1"), Error);
   CHECK_THROWS_WITH_AS(read(base + "[task]\ngamma = 1.0\n[value]\nscale_value_targets = true\n"),
                        doctest::Contains("value.scale_value_targets: needs task.gamma < 1"), Error);
-  CHECK_THROWS_WITH_AS(read(base + "[policy.lr_schedule]\nname = \"multifactor\"\nfactors = \"constant * cosine\"\n"),
-                       doctest::Contains("policy.lr_schedule.factors:"), Error);
+  CHECK_THROWS_WITH_AS(
+      read(base + "[policy.optimizer.learning_rate]\nname = \"multifactor\"\nfactors = \"constant * cosine\"\n"),
+      doctest::Contains("policy.optimizer.learning_rate.factors:"), Error);
+  // The learning rate has one place, the optimizer: the old section is refused with directions.
+  CHECK_THROWS_WITH_AS(read(base + "[policy.lr_schedule]\nname = \"constant\"\nvalue = 1e-3\n"),
+                       doctest::Contains("the learning rate belongs to the optimizer"), Error);
   // A Gaussian's options on a continuous environment are accepted.
   CHECK_NOTHROW(read("algorithm = \"PPO\"\n[task]\nenv = \"Pendulum-v1\"\n[agent]\nn_trajectories_per_epoch = 2\n"
                      "[policy.distribution]\nstd = 0.5\nlearn_std = \"shared\"\n"));

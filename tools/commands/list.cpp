@@ -35,7 +35,7 @@ int list(const std::string& what) {
     std::printf("  optional: Normalize in front (normalize = true); Q-networks: ActionValue (value.q_value = true)\n");
   }
   if (all || what == "optimizers") print_list("optimizers ([<network>.optimizer] name)", optimizer_names());
-  if (all || what == "schedules") print_list("learning-rate schedules ([<network>.lr_schedule] name)", schedule_names());
+  if (all || what == "schedules") print_list("learning-rate schedules ([<network>.optimizer] learning_rate = { name = ... })", schedule_names());
   return 0;
 }
 
