@@ -56,6 +56,7 @@
 #include "rl/envs/pendulum.h"
 #include "rl/losses.h"
 #include "rl/policy_agent.h"
+#include "rl/policy_models.h"
 #include "rl/rollout.h"
 #include "rl/rollout_buffer.h"
 #include "rl/space.h"

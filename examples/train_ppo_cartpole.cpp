@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
                                      .bias_init = constant_init(0.0)};
     auto body = [orthogonal_body] { return MLP({64, 64}, Tanh, orthogonal_body); };
     PolicyAgentOptions policy;
-    policy.policy_model = Policy(2, body, nullptr, orthogonal(0.01));
+    policy.policy_model = Policy(task.action_space(), body, nullptr, orthogonal(0.01));
     policy.policy_optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-3, .clip_grad_norm = 0.5});
     policy.seed = seed;
 

@@ -9,12 +9,6 @@
 
 namespace ctrax {
 
-LayerPtr MLP(const std::vector<int64_t>& widths, LayerFactory activation, bool out_activation) {
-  MLPOptions options;
-  options.out_activation = out_activation;
-  return MLP(widths, std::move(activation), options);
-}
-
 LayerPtr MLP(const std::vector<int64_t>& widths, LayerFactory activation, const MLPOptions& options) {
   if (!activation) activation = [] { return Relu(); };
   CTRAX_REQUIRE(options.kernel_init && options.bias_init, "MLP: the kernel and bias initializers must be set");
@@ -103,7 +97,7 @@ LayerPtr ActionValue(LayerFactory body, bool is_discrete, int64_t vocab_size, in
     return s + a;
   }));
   const std::vector<int64_t> widths(static_cast<size_t>(injection_layers), injection_dim);
-  layers.push_back(MLP(widths, [] { return Relu(); }, /*out_activation=*/true));
+  layers.push_back(MLP(widths, [] { return Relu(); }, {.out_activation = true}));
   layers.push_back(value_head(head_init_range));
   return Serial(std::move(layers), "ActionValue");
 }

@@ -3,7 +3,7 @@
 // What it is not for: the action distributions (rl/distributions.h) or sequence models
 // (Trax's Transformer and LSTM models are not built).
 //
-//   MLP(widths, activation, out_activation): Dense(w) and an activation for each width; the last
+//   MLP(widths, activation, options): Dense(w) and an activation for each width; the last
 //   Dense has the activation only if out_activation. Unlike Trax's MLP it does not flatten its input
 //   (it acts on the last axis, so an RL body can take [batch, time, features]); put Flatten() in
 //   front where that is wanted.
@@ -48,15 +48,15 @@ namespace ctrax {
 
 using LayerFactory = std::function<LayerPtr()>;
 
-LayerPtr MLP(const std::vector<int64_t>& widths, LayerFactory activation = nullptr, bool out_activation = false);
-// The same with named options, e.g. orthogonal weights: MLP({64, 64}, Tanh, {.out_activation = true,
-// .kernel_init = orthogonal(std::sqrt(2.0)), .bias_init = constant_init(0)}).
+// Options are named at the call site, e.g. MLP({64, 64}, Tanh, {.out_activation = true}) or with
+// orthogonal weights {.out_activation = true, .kernel_init = orthogonal(std::sqrt(2.0)),
+// .bias_init = constant_init(0)}.
 struct MLPOptions {
-  bool out_activation = false;
+  bool out_activation = false;  // the activation after the last Dense too
   Initializer kernel_init = glorot_uniform();
   Initializer bias_init = normal_init(1e-6);
 };
-LayerPtr MLP(const std::vector<int64_t>& widths, LayerFactory activation, const MLPOptions& options);
+LayerPtr MLP(const std::vector<int64_t>& widths, LayerFactory activation = nullptr, const MLPOptions& options = {});
 
 LayerPtr Policy(int64_t n_distribution_inputs, LayerFactory body = nullptr, LayerFactory normalizer = nullptr,
                 double head_init_range = 0.0);

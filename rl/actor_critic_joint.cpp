@@ -45,10 +45,10 @@ ActorCriticJointAgent::ActorCriticJointAgent(RLTask& task, AgentOptions agent_op
   const ActorCriticJointOptions& o = options_;
   const char* name = name_.c_str();
   CTRAX_REQUIRE(o.joint_model != nullptr, name,
-                ": joint_model is required (one network with two heads, e.g. PolicyAndValue(n_inputs, body))");
+                ": joint_model is required (one network with two heads, e.g. PolicyAndValue(task.action_space(), body))");
   CTRAX_REQUIRE(o.joint_model->n_in() == 1 && o.joint_model->n_out() == 2, name, ": the joint model (",
                 o.joint_model->name(), ") must take 1 input (observations) and give 2 outputs (distribution "
-                "inputs, values), e.g. PolicyAndValue(n_inputs, body); it takes ", o.joint_model->n_in(),
+                "inputs, values), e.g. PolicyAndValue(task.action_space(), body); it takes ", o.joint_model->n_in(),
                 " and gives ", o.joint_model->n_out(),
                 ". A policy or value network alone has one output: separate networks go to the agents of "
                 "rl/actor_critic.h");

@@ -19,7 +19,7 @@ PolicyAgent::PolicyAgent(RLTask& task, AgentOptions agent_options, PolicyAgentOp
                          std::map<std::string, LayerPtr> metrics, int n_loss_inputs, BatchStream batch)
     : Agent(task, std::move(agent_options)), policy_options_(std::move(policy_options)) {
   const PolicyAgentOptions& o = policy_options_;
-  CTRAX_REQUIRE(o.policy_model != nullptr, "PolicyAgent: policy_model is required (e.g. Policy(n_inputs, body))");
+  CTRAX_REQUIRE(o.policy_model != nullptr, "PolicyAgent: policy_model is required (e.g. Policy(task.action_space(), body))");
   CTRAX_REQUIRE(o.policy_model->n_in() == 1 && o.policy_model->n_out() == 1, "PolicyAgent: the policy model (",
                 o.policy_model->name(), ") must take 1 input and give 1 output, it takes ", o.policy_model->n_in(),
                 " and gives ", o.policy_model->n_out());

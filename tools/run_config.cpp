@@ -20,6 +20,7 @@
 #include <ctrax/optim/sgd.h>
 #include <ctrax/rl/advantages.h>
 #include <ctrax/rl/env.h>
+#include <ctrax/rl/policy_models.h>
 
 #include "config.h"
 
@@ -339,10 +340,9 @@ RunConfig read_run_config(toml::table config, const std::string& file) {
     const ModelSpec m = read_model(t.table("model"), Network::joint);
     read_training(t, c.joint.optimizer);
     c.joint.distribution = read_distribution(t.table("distribution"), actions);
-    const int64_t n = c.joint.distribution->n_inputs();
-    c.make_joint_model = [n, m] {
-      return m.head_init ? PolicyAndValue(n, m.body, m.normalizer, m.head_init, m.value_head_init)
-                         : PolicyAndValue(n, m.body, m.normalizer, m.head_init_range);
+    c.make_joint_model = [d = c.joint.distribution, m] {
+      return m.head_init ? PolicyAndValue(*d, m.body, m.normalizer, m.head_init, m.value_head_init)
+                         : PolicyAndValue(*d, m.body, m.normalizer, m.head_init_range);
     };
     t.finish();
     if (c.algorithm == "PPOJoint") {
@@ -379,10 +379,9 @@ RunConfig read_run_config(toml::table config, const std::string& file) {
     const ModelSpec m = read_model(t.table("model"), Network::policy);
     read_training(t, c.policy.policy_optimizer);
     c.policy.distribution = read_distribution(t.table("distribution"), actions);
-    const int64_t n = c.policy.distribution->n_inputs();
-    c.make_policy_model = [n, m] {
-      return m.head_init ? Policy(n, m.body, m.normalizer, m.head_init)
-                         : Policy(n, m.body, m.normalizer, m.head_init_range);
+    c.make_policy_model = [d = c.policy.distribution, m] {
+      return m.head_init ? Policy(*d, m.body, m.normalizer, m.head_init)
+                         : Policy(*d, m.body, m.normalizer, m.head_init_range);
     };
     t.finish();
     if (has_value_network(c.algorithm)) {

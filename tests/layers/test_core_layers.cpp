@@ -161,7 +161,7 @@ TEST_CASE("layers: MLP stacks Dense and activations") {
   LayerPtr mlp = MLP({8, 8, 2});
   CHECK(mlp->sublayers().size() == 5);  // Dense, Relu, Dense, Relu, Dense
   CHECK(mlp->output_signature({{Shape{4, 3}, DType::float32}}) == Signature{{Shape{4, 2}, DType::float32}});
-  LayerPtr with_out = MLP({4}, [] { return Tanh(); }, true);
+  LayerPtr with_out = MLP({4}, [] { return Tanh(); }, {.out_activation = true});
   CHECK(with_out->sublayers().size() == 2);
   CHECK(with_out->sublayers()[1]->name() == "Tanh");
   check_layer_gradients(MLP({3, 2}, [] { return Tanh(); }), test::random_tensor(Shape{2, 3}, DType::float64, 5));
@@ -214,7 +214,7 @@ TEST_CASE("layers: orthogonal initializer gives orthonormal columns or rows") {
 }
 
 TEST_CASE("layers: Policy, Value and PolicyAndValue heads") {
-  auto body = [] { return MLP({8}, nullptr, true); };
+  auto body = [] { return MLP({8}, nullptr, {.out_activation = true}); };
   const Signature obs{{Shape{5, 3}, DType::float32}};
   CHECK(Policy(4, body)->output_signature(obs) == Signature{{Shape{5, 4}, DType::float32}});
   CHECK(Value(body)->output_signature(obs) == Signature{{Shape{5}, DType::float32}});

@@ -23,7 +23,7 @@ inline std::filesystem::path fresh_directory(const std::string& prefix, const st
 }
 
 inline LayerFactory tanh_mlp(int64_t width) {
-  return [width] { return MLP({width, width}, Tanh, true); };
+  return [width] { return MLP({width, width}, Tanh, {.out_activation = true}); };
 }
 
 inline PolicyAgentOptions small_policy(uint64_t seed = 0) {

@@ -61,7 +61,7 @@ bool bitwise_equal(const Tensor& a, const Tensor& b) {
 }
 
 LayerPtr joint_model(int64_t n_dist_inputs = 2, int64_t hidden = 8) {
-  return ctrax::PolicyAndValue(n_dist_inputs, [hidden] { return ctrax::MLP({hidden}, ctrax::Tanh, true); });
+  return ctrax::PolicyAndValue(n_dist_inputs, [hidden] { return ctrax::MLP({hidden}, ctrax::Tanh, {.out_activation = true}); });
 }
 
 ActorCriticJointOptions small_options() {
@@ -554,7 +554,7 @@ TEST_CASE("Joint agent PPOJoint solves CartPole-v1") {
   a.n_eval_episodes = 8;
   a.eval_temperatures = {0.0, 1.0};
   ActorCriticJointOptions o;
-  o.joint_model = ctrax::PolicyAndValue(2, [] { return ctrax::MLP({64, 64}, ctrax::Tanh, true); });
+  o.joint_model = ctrax::PolicyAndValue(2, [] { return ctrax::MLP({64, 64}, ctrax::Tanh, {.out_activation = true}); });
   o.optimizer = std::make_shared<ctrax::Adam>(ctrax::AdamOptions{.learning_rate = 3e-3, .weight_decay_rate = 0, .clip_grad_norm = 0.5});
   o.batch_size = 32;
   o.train_steps_per_epoch = 30;

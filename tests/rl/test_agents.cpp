@@ -285,7 +285,7 @@ TEST_CASE("PolicyGradient reaches 200 on CartPole-v0 (Trax's test) with a fixed 
   t.max_steps = 200;
   RLTask task("CartPole-v0", t);
   PolicyAgentOptions p;
-  p.policy_model = Policy(2, [] { return MLP({64, 64}, Relu, true); });
+  p.policy_model = Policy(2, [] { return MLP({64, 64}, Relu, {.out_activation = true}); });
   p.policy_optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-2});
   p.policy_batch_size = 128;
   p.policy_train_steps_per_epoch = 1;
