@@ -46,6 +46,7 @@
 #include "rl/distributions.h"
 #include "rl/render.h"
 #include "rl/env.h"
+#include "rl/env_registry.h"
 #include "rl/env_wrapper.h"
 #include "rl/evaluation.h"
 #include "rl/envs/acrobot.h"

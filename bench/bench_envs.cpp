@@ -17,6 +17,7 @@
 
 #include <ctrax/kernels/parallel.h>
 #include <ctrax/rl/envs/cartpole.h>
+#include <ctrax/rl/env_registry.h>
 #include <ctrax/rl/vector_env.h>
 #include <ctrax/tensor/random.h>
 

@@ -29,6 +29,7 @@
 
 #include <ctrax/kernels/check.h>
 #include <ctrax/rl/env.h>
+#include <ctrax/rl/env_registry.h>
 #include <ctrax/rl/time_limit.h>
 
 using namespace ctrax;

@@ -146,12 +146,4 @@ class CheckpointStateReader {
   size_t next_ = 0;
 };
 
-// A built-in environment by Gymnasium id, with Gymnasium's registered time limit applied
-// (TimeLimit wrapper): CartPole-v0 (200 steps), CartPole-v1 (500), Acrobot-v1 (500),
-// MountainCar-v0 (200), MountainCarContinuous-v0 (999), Pendulum-v1 (200). An unknown name
-// throws ctrax::Error listing the known ones. max_episode_steps overrides the limit (0: none).
-EnvPtr make_env(const std::string& name, std::optional<int64_t> max_episode_steps = std::nullopt);
-// The ids make_env knows, sorted.
-std::vector<std::string> env_names();
-
 }  // namespace ctrax

@@ -1,17 +1,18 @@
 // Rendering environments as geometry: what Gymnasium's render() draws, as a list of shapes.
 //
 // What it is for: `ctrax eval --render` and anything else that wants a picture of an episode.
-// render_frame gives a Frame: the shapes Gymnasium's pygame renderer draws for the built-in
-// classic-control environments (cart and pole; the two acrobot links; the mountain, car and
-// flag; the pendulum rod), with its sizes and colours, in the environment's own world
-// coordinates (metres for CartPole, the position axis for the mountain cars, link lengths for
-// Acrobot and Pendulum) and a view box that is Gymnasium's screen in those units. Turning frames
-// into images is someone else's job (tools/gnuplot.h writes PNGs and animated GIFs).
+// render_frame gives a Frame drawn by the environment's registered draw function
+// (rl/env_registry.h). The built-in classic-control environments draw the shapes Gymnasium's
+// pygame renderer draws (cart and pole; the two acrobot links; the mountain, car and flag; the
+// pendulum rod), with its sizes and colours, in the environment's own world coordinates (metres
+// for CartPole, the position axis for the mountain cars, link lengths for Acrobot and Pendulum)
+// and a view box that is Gymnasium's screen in those units; a user's environment draws whatever
+// its registration says. Turning frames into images is someone else's job (tools/gnuplot.h
+// writes PNGs and animated GIFs).
 //
-// What it is not for: pixels (there is no rasteriser here), windows, or user environments (an
-// Env that is not a built-in one, under any wrappers, throws ctrax::Error naming it). Gymnasium's
-// Pendulum also draws an arrow scaled by the last torque; the state does not hold it, so that
-// arrow is not drawn.
+// What it is not for: pixels (there is no rasteriser here) or windows. Gymnasium's Pendulum also
+// draws an arrow scaled by the last torque; the state does not hold it, so that arrow is not
+// drawn.
 //
 // Types (namespace ctrax::render): Frame, its ViewBox and Shapes (Line, Polygon, Circle, Text),
 // Point, Rgb.
@@ -111,23 +112,36 @@ struct Frame {
   [[noreturn]] void throw_missing(const std::string& name) const;
 };
 
+// Helpers for draw functions: colours; p rotated by `angle` radians counterclockwise and moved
+// by `offset` (pygame's Vector2.rotate_rad and the translation Gymnasium's renderers apply);
+// the rectangle [l, r] x [b, t] with its corners in Gymnasium's order ((l,b), (l,t), (r,t),
+// (r,b)), rotated and moved the same way; and the check that a state has n finite values
+// (ctrax::Error "render: <id> has a state of n values (<layout>), got m").
+inline constexpr Rgb kBlack{0, 0, 0};
+inline constexpr Rgb kWhite{255, 255, 255};
+Point place(Point p, double angle, Point offset);
+std::vector<Point> box(double l, double r, double t, double b, double angle, Point offset);
+void require_state(const std::string& id, const std::vector<double>& state, size_t n, const char* layout);
+
 }  // namespace render
 
-// The picture of a built-in environment's current state (through any wrappers: it draws
-// unwrapped()'s state with that environment's parameters, e.g. CartPole's pole length).
-// Throws ctrax::Error naming the environment for one it cannot draw.
+// The picture of an environment's current state, through any wrappers: the draw function of
+// unwrapped()'s registration (rl/env_registry.h) gets the unwrapped environment (for its
+// parameters, e.g. CartPole's pole length) and its state(). Throws ctrax::Error naming the
+// environment when its id has no registered draw function.
 render::Frame render_frame(const Env& env);
 
-// The same from an environment id (make_env's names) and a state vector in that environment's
-// state() layout, with the default parameters. Throws ctrax::Error for an unknown id (listing
-// the ones it can draw), a state of the wrong length, or a non-finite value.
+// The same from a registered id and a state vector in that environment's state() layout, with
+// the parameters of a freshly made one. Throws ctrax::Error for an id without a draw function
+// (listing those with one), a state of the wrong length, or a non-finite value.
 render::Frame render_state(const std::string& env_id, const std::vector<double>& state);
 
-// The ids render_frame and render_state can draw, sorted.
+// The registered ids with a draw function, sorted.
 std::vector<std::string> renderable_env_names();
 
-// Gymnasium's metadata["render_fps"] for a built-in id (CartPole 50, Acrobot 15, MountainCar and
-// Pendulum 30): the speed at which an animation plays in real time. Throws for other ids.
+// The registered frame rate (Gymnasium's metadata["render_fps"] for the built-ins: CartPole 50,
+// Acrobot 15, MountainCar and Pendulum 30): the speed at which an animation plays in real time.
+// Throws for ids without a draw function.
 double render_fps(const std::string& env_id);
 
 }  // namespace ctrax

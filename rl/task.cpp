@@ -10,6 +10,7 @@
 
 #include "../kernels/check.h"
 #include "../tensor/ops.h"
+#include "env_registry.h"
 #include "time_limit.h"
 
 namespace ctrax {

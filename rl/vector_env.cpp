@@ -7,9 +7,6 @@
 #include <utility>
 
 #include "../kernels/check.h"
-#include "cartpole_vector_env.h"
-#include "envs/cartpole.h"
-#include "time_limit.h"
 
 namespace ctrax {
 
@@ -245,23 +242,6 @@ void SyncVectorEnv::restore_checkpoint_state(const std::vector<double>& state) {
   }
   assign_vector_step(out_, last);
   ever_reset_ = ever_reset;
-}
-
-VectorEnvPtr make_vector_env(const std::string& name, int64_t num_envs, std::optional<int64_t> max_episode_steps) {
-  CTRAX_REQUIRE(num_envs >= 1, "make_vector_env(\"", name, "\"): num_envs must be >= 1, got ", num_envs);
-  // make_env is the one registry: it checks the name and the limit, and its TimeLimit says
-  // which limit applies (none when it added no wrapper).
-  const EnvPtr probe = make_env(name, max_episode_steps);
-  int64_t limit = 0;
-  const Env* base = probe.get();
-  if (const auto* time_limit = dynamic_cast<const TimeLimit*>(probe.get())) {
-    limit = time_limit->max_episode_steps();
-    base = &time_limit->unwrapped();
-  }
-  if (const auto* cartpole = dynamic_cast<const CartPoleEnv*>(base))
-    return std::make_unique<CartPoleVectorEnv>(num_envs, limit, cartpole->params(), cartpole->name());
-  return std::make_unique<SyncVectorEnv>([name, max_episode_steps] { return make_env(name, max_episode_steps); },
-                                         num_envs);
 }
 
 }  // namespace ctrax

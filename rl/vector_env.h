@@ -112,12 +112,4 @@ VectorStep read_vector_step(CheckpointStateReader& in, const VectorStep& like);
 // Copies `from` into the tensors of `to` (same shapes and dtypes), keeping `to`'s storage.
 void assign_vector_step(VectorStep& to, const VectorStep& from);
 
-// N copies of a built-in environment (names as make_env), with its registered time limit
-// unless max_episode_steps overrides it (0: none). Uses a batched implementation (state of all
-// copies in flat arrays, stepped in one loop, split across ctrax's thread pool for large N)
-// where one exists (CartPole: CartPoleVectorEnv, rl/cartpole_vector_env.h), else SyncVectorEnv.
-// An unknown name or a negative limit throws ctrax::Error as make_env does; num_envs >= 1.
-VectorEnvPtr make_vector_env(const std::string& name, int64_t num_envs,
-                             std::optional<int64_t> max_episode_steps = std::nullopt);
-
 }  // namespace ctrax

@@ -11,6 +11,7 @@
 
 #include <ctrax/kernels/check.h>
 #include <ctrax/rl/env.h>
+#include <ctrax/rl/env_registry.h>
 
 namespace ctrax::tools {
 

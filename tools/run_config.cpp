@@ -20,6 +20,7 @@
 #include <ctrax/optim/sgd.h>
 #include <ctrax/rl/advantages.h>
 #include <ctrax/rl/env.h>
+#include <ctrax/rl/env_registry.h>
 #include <ctrax/rl/policy_models.h>
 
 #include "config.h"

@@ -116,3 +116,36 @@ void AcrobotEnv::assign_state(const std::vector<double>& state) {
 }
 
 }  // namespace ctrax
+
+// The picture of the state (rl/render.h), as Gymnasium draws it.
+namespace ctrax::render {
+
+// ---- Acrobot ------------------------------------------------------------------------------
+// Screen 500 x 500 px over [-bound, bound]^2, bound = L1 + L2 + 0.2 (Gymnasium's LINK_LENGTH_2
+// is 1; ctrax's AcrobotParams have no second length either). With theta1 = 0 hanging down and
+// theta2 relative to link 1:
+//   p1 = L1 (sin theta1, -cos theta1),  p2 = p1 + L2 (sin(theta1 + theta2), -cos(theta1 + theta2)).
+// Each link is a 0.2-wide rectangle from its joint; a circle of radius 0.1 marks the two
+// joints (the fixed one and p1). The goal line is y = 1 (the tip must rise above it).
+// Shapes: "goal" (Line), "link1" (Polygon), "joint1" (Circle), "link2" (Polygon), "joint2".
+Frame draw_acrobot(const AcrobotParams& p, const std::vector<double>& s) {
+  const double l1 = p.link_length_1, l2 = 1.0;
+  const double bound = l1 + l2 + 0.2;
+  const double scale = 500 / (2 * bound);
+  const double a1 = s[0], a2 = s[0] + s[1];
+  const Point p1{l1 * std::sin(a1), -l1 * std::cos(a1)};
+
+  Frame f;
+  f.view = {-bound, bound, -bound, bound};
+  f.background = kWhite;
+  f.shapes.push_back(Line{"goal", {{-2.2, 1.0}, {2.2, 1.0}}, 1 / scale, kBlack});
+  const Rgb link{0, 204, 204}, joint{204, 204, 0};
+  // Gymnasium rotates the link (x along its length) by theta - pi/2.
+  f.shapes.push_back(Polygon{"link1", box(0, l1, 0.1, -0.1, a1 - std::numbers::pi / 2, {0, 0}), link});
+  f.shapes.push_back(Circle{"joint1", {0, 0}, 0.1, joint});
+  f.shapes.push_back(Polygon{"link2", box(0, l2, 0.1, -0.1, a2 - std::numbers::pi / 2, p1), link});
+  f.shapes.push_back(Circle{"joint2", p1, 0.1, joint});
+  return f;
+}
+
+}  // namespace ctrax::render

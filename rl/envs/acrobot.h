@@ -26,6 +26,7 @@
 #include <numbers>
 #include <string>
 
+#include "../render.h"
 #include "classic_control.h"
 
 namespace ctrax {
@@ -73,3 +74,8 @@ class AcrobotEnv final : public ClassicControlEnv {
 };
 
 }  // namespace ctrax
+
+namespace ctrax::render {
+// The picture of a state in state() layout (rl/render.h), as Gymnasium draws it.
+Frame draw_acrobot(const AcrobotParams& p, const std::vector<double>& s);
+}  // namespace ctrax::render

@@ -38,3 +38,39 @@ void CartPoleEnv::assign_state(const std::vector<double>& state) {
 }
 
 }  // namespace ctrax
+
+// The picture of the state (rl/render.h), as Gymnasium draws it.
+namespace ctrax::render {
+
+// ---- CartPole -----------------------------------------------------------------------------
+// Screen 600 x 400 px showing x in [-x_threshold, x_threshold], so scale = 600 / (2 x_threshold)
+// px per metre. The cart (50 x 30 px) is centred on the track line, which Gymnasium puts
+// 100 px above the bottom edge: y = 0 here, the view spanning [-100, 300] px / scale. The pole
+// (10 px wide, 2 length long, the half-length being `length`) hangs from the axle 30/4 px above
+// the cart's centre and is rotated by -theta in pygame's frame, which after the flip puts its
+// tip at axle + 2 length (sin theta, cos theta): theta > 0 leans right.
+// Shapes: "track" (Line), "cart" (Polygon), "pole" (Polygon), "axle" (Circle).
+Frame draw_cartpole(const CartPoleParams& p, const std::vector<double>& s) {
+  const double screen_width = 600, screen_height = 400;
+  const double scale = screen_width / (2 * p.x_threshold);
+  const double px = 1 / scale;  // one pixel in metres
+  const double polewidth = 10 * px, polelen = 2 * p.length;
+  const double cartwidth = 50 * px, cartheight = 30 * px;
+  const double x = s[0], theta = s[2];
+  const double axleoffset = cartheight / 4;
+
+  Frame f;
+  f.view = {-p.x_threshold, p.x_threshold, -100 * px, (screen_height - 100) * px};
+  f.background = kWhite;
+  f.shapes.push_back(Polygon{"cart", box(-cartwidth / 2, cartwidth / 2, cartheight / 2, -cartheight / 2, 0, {x, 0}),
+                             kBlack});
+  f.shapes.push_back(Polygon{"pole",
+                             box(-polewidth / 2, polewidth / 2, polelen - polewidth / 2, -polewidth / 2, -theta,
+                                 {x, axleoffset}),
+                             Rgb{202, 152, 101}});
+  f.shapes.push_back(Circle{"axle", {x, axleoffset}, polewidth / 2, Rgb{129, 132, 203}});
+  f.shapes.push_back(Line{"track", {{f.view.x_min, 0}, {f.view.x_max, 0}}, px, kBlack});
+  return f;
+}
+
+}  // namespace ctrax::render

@@ -25,6 +25,7 @@
 #include <numbers>
 #include <string>
 
+#include "../render.h"
 #include "classic_control.h"
 
 namespace ctrax {
@@ -93,3 +94,8 @@ class CartPoleEnv final : public ClassicControlEnv {
 };
 
 }  // namespace ctrax
+
+namespace ctrax::render {
+// The picture of a state in state() layout (rl/render.h), as Gymnasium draws it.
+Frame draw_cartpole(const CartPoleParams& p, const std::vector<double>& s);
+}  // namespace ctrax::render

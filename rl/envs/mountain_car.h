@@ -17,6 +17,7 @@
 #include <array>
 #include <cstdint>
 
+#include "../render.h"
 #include "classic_control.h"
 
 namespace ctrax {
@@ -57,3 +58,8 @@ class MountainCarEnv final : public ClassicControlEnv {
 };
 
 }  // namespace ctrax
+
+namespace ctrax::render {
+// The picture of a state in state() layout (rl/render.h), as Gymnasium draws it.
+Frame draw_mountain_car(double min_position, double max_position, double goal_position, const std::vector<double>& s);
+}  // namespace ctrax::render

@@ -64,3 +64,29 @@ StepResult PendulumEnv::step_state(const Tensor& action) {
 }
 
 }  // namespace ctrax
+
+// The picture of the state (rl/render.h), as Gymnasium draws it.
+namespace ctrax::render {
+
+// ---- Pendulum -----------------------------------------------------------------------------
+// Screen 500 x 500 px over [-2.2, 2.2]^2. The rod (0.2 wide, length l) is rotated by
+// th + pi/2, so its end is l (-sin th, cos th): th = 0 points up and th > 0 turns it
+// counterclockwise. Round ends (radius 0.1) at both ends, a black axle of radius 0.05.
+// Shapes: "rod" (Polygon), "rod_base", "rod_end", "axle" (Circle).
+Frame draw_pendulum(const PendulumParams& p, const std::vector<double>& s) {
+  const double bound = 2.2, rod_width = 0.2, th = s[0];
+  const Rgb rod{204, 77, 77};
+  const Point end = place({p.l, 0}, th + std::numbers::pi / 2, {0, 0});
+
+  Frame f;
+  f.view = {-bound, bound, -bound, bound};
+  f.background = kWhite;
+  f.shapes.push_back(
+      Polygon{"rod", box(0, p.l, rod_width / 2, -rod_width / 2, th + std::numbers::pi / 2, {0, 0}), rod});
+  f.shapes.push_back(Circle{"rod_base", {0, 0}, rod_width / 2, rod});
+  f.shapes.push_back(Circle{"rod_end", end, rod_width / 2, rod});
+  f.shapes.push_back(Circle{"axle", {0, 0}, 0.05, kBlack});
+  return f;
+}
+
+}  // namespace ctrax::render

@@ -15,6 +15,7 @@
 
 #include <array>
 
+#include "../render.h"
 #include "classic_control.h"
 
 namespace ctrax {
@@ -57,3 +58,8 @@ class PendulumEnv final : public ClassicControlEnv {
 };
 
 }  // namespace ctrax
+
+namespace ctrax::render {
+// The picture of a state in state() layout (rl/render.h), as Gymnasium draws it.
+Frame draw_pendulum(const PendulumParams& p, const std::vector<double>& s);
+}  // namespace ctrax::render

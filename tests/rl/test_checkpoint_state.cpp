@@ -27,6 +27,7 @@
 #include <ctrax/io/checkpoint.h>
 #include <ctrax/rl/cartpole_vector_env.h>
 #include <ctrax/rl/env.h>
+#include <ctrax/rl/env_registry.h>
 #include <ctrax/rl/env_wrapper.h>
 #include <ctrax/rl/envs/acrobot.h>
 #include <ctrax/rl/task.h>

@@ -4,6 +4,8 @@
 // and the errors for environments and states it cannot draw.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -12,6 +14,7 @@
 
 #include <ctrax/kernels/check.h>
 #include <ctrax/rl/env.h>
+#include <ctrax/rl/env_registry.h>
 #include <ctrax/rl/envs/cartpole.h>
 #include <ctrax/rl/render.h>
 #include <ctrax/rl/time_limit.h>
@@ -193,9 +196,13 @@ TEST_CASE("Render Pendulum: the rod points at th from the vertical, counterclock
 }
 
 TEST_CASE("Render every built-in environment: reset states lie inside the view, render_state agrees") {
-  CHECK(ctrax::renderable_env_names() == ctrax::env_names());
-  for (const std::string& id : ctrax::renderable_env_names()) {
+  // (Other tests may register environments of their own in this process.)
+  const std::vector<std::string> builtins = {"Acrobot-v1",     "CartPole-v0",              "CartPole-v1",
+                                             "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1"};
+  const std::vector<std::string> drawable = ctrax::renderable_env_names();
+  for (const std::string& id : builtins) {
     CAPTURE(id);
+    CHECK(std::find(drawable.begin(), drawable.end(), id) != drawable.end());
     ctrax::EnvPtr env = ctrax::make_env(id);
     env->reset(3);
     const Frame f = ctrax::render_frame(*env);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <ctrax/rl/env.h>
+#include <ctrax/rl/env_registry.h>
 #include <ctrax/rl/rollout.h>
 
 namespace {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <ctrax/rl/env.h>
+#include <ctrax/rl/env_registry.h>
 #include <ctrax/rl/task.h>
 #include <ctrax/rl/trajectory.h>
 #include <ctrax/tensor/tensor.h>

@@ -17,6 +17,7 @@
 #include <ctrax/rl/cartpole_vector_env.h>
 #include <ctrax/rl/envs/cartpole.h>
 #include <ctrax/rl/time_limit.h>
+#include <ctrax/rl/env_registry.h>
 #include <ctrax/rl/vector_env.h>
 #include <ctrax/tensor/random.h>
 

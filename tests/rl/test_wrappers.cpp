@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <ctrax/rl/env.h>
+#include <ctrax/rl/env_registry.h>
 #include <ctrax/rl/vector_env.h>
 #include <ctrax/rl/wrappers.h>
 #include <ctrax/tensor/random.h>

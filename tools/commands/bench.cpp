@@ -12,6 +12,7 @@
 
 #include <ctrax/kernels/gemm.h>
 #include <ctrax/kernels/parallel.h>
+#include <ctrax/rl/env_registry.h>
 #include <ctrax/rl/vector_env.h>
 #include <ctrax/tensor/random.h>
 

@@ -17,6 +17,7 @@
 #include <ctrax/kernels/check.h>
 #include <ctrax/rl/evaluation.h>
 #include <ctrax/rl/env.h>
+#include <ctrax/rl/env_registry.h>
 #include <ctrax/rl/render.h>
 
 #include "../gnuplot.h"

@@ -5,6 +5,7 @@
 
 #include <ctrax/kernels/check.h>
 #include <ctrax/rl/env.h>
+#include <ctrax/rl/env_registry.h>
 
 #include "../run_config.h"
 #include "commands.h"

@@ -16,6 +16,7 @@
 
 #include <ctrax/kernels/check.h>
 #include <ctrax/rl/env.h>
+#include <ctrax/rl/env_registry.h>
 #include <ctrax/rl/rollout.h>
 
 #include "commands.h"
