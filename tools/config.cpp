@@ -1,6 +1,9 @@
 // Strict TOML configuration reading: see config.h.
 #include "config.h"
 
+#include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -281,6 +284,63 @@ void ConfigTable::finish() const {
       fail(name, "unknown key; allowed here: " + (allowed.empty() ? std::string("none") : join(allowed)));
     }
   }
+}
+
+namespace {
+
+// `token` (a float as toml++ wrote it, with 17 significant digits) as the shortest decimal that
+// reads back as the same double, kept a TOML float (".0" added to a whole number); other tokens
+// are returned as they are.
+std::string shortest_float(const std::string& token) {
+  if (token.find_first_of(".eE") == std::string::npos) return token;  // an integer
+  double value = 0;
+  const auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), value);
+  if (error != std::errc() || end != token.data() + token.size() || !std::isfinite(value)) return token;
+  char buffer[64];
+  const auto [out, out_error] = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  if (out_error != std::errc()) return token;
+  std::string shortest(buffer, out);
+  if (shortest.find_first_of(".e") == std::string::npos) shortest += ".0";
+  return shortest;
+}
+
+}  // namespace
+
+std::string format_config(const toml::table& config) {
+  std::ostringstream raw;
+  raw << config;
+  const std::string text = raw.str();
+  // Rewrite the number tokens that stand as values (after '=', '[', '{' or ','), skipping strings.
+  std::string out;
+  out.reserve(text.size());
+  char last = '\n';  // the last non-space character copied
+  for (size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    if (c == '"' || c == '\'') {  // a string: copied as it is, escapes included
+      size_t j = i + 1;
+      while (j < text.size() && text[j] != c) j += (c == '"' && text[j] == '\\') ? 2 : 1;
+      j = std::min(j + 1, text.size());
+      out.append(text, i, j - i);
+      last = c;
+      i = j;
+      continue;
+    }
+    const bool value_start = last == '=' || last == '[' || last == '{' || last == ',';
+    if (value_start && (std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '+')) {
+      size_t j = i;
+      while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '.' ||
+                                 text[j] == '-' || text[j] == '+' || text[j] == '_'))
+        ++j;
+      out += shortest_float(text.substr(i, j - i));
+      last = '0';
+      i = j;
+      continue;
+    }
+    out += c;
+    if (!std::isspace(static_cast<unsigned char>(c))) last = c;
+    ++i;
+  }
+  return out;
 }
 
 }  // namespace ctrax::tools

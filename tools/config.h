@@ -32,6 +32,10 @@ toml::table parse_config_file(const std::filesystem::path& path);
 // Parses TOML text (name is used in messages).
 toml::table parse_config_text(const std::string& text, const std::string& name);
 
+// The table as TOML text, every float written as the shortest decimal that reads back as the same
+// double (0.9, not toml++'s 0.90000000000000002), so a run's config.toml reads as it was written.
+std::string format_config(const toml::table& config);
+
 // Applies "a.b.c=value" overrides (value in TOML syntax: 3e-4, true, "tanh", [64, 64]; a bare
 // word that is not valid TOML is taken as a string). Tables on the way are created. Throws
 // ctrax::Error for a malformed override or a path through a non-table value.

@@ -48,7 +48,7 @@ void create_run_directory(const fs::path& dir, const RunConfig& config) {
   CTRAX_REQUIRE(!error, "cannot create the output directory ", dir.string(), ": ", error.message());
   io::remove_stale_temporaries(dir);  // of an earlier creation that crashed
   std::ostringstream resolved;
-  resolved << config.resolved << "\n";
+  resolved << format_config(config.resolved) << "\n";
   io::write_file_atomically(dir / "config.toml", resolved.str());
   toml::table run{{"format", "ctrax-run"},
                   {"version", kRunFormatVersion},

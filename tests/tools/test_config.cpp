@@ -321,3 +321,28 @@ TEST_CASE("Run configs: compiled training steps give the eager run's checkpoints
   ctrax::set_compile_log_sink(previous);
   fs::remove_all(root);
 }
+
+TEST_CASE("format_config writes every float as its shortest round-trip decimal and nothing else changes") {
+  toml::table t = parse_config_text(
+      "b1 = 0.9\neps = 1e-5\nlr = 3e-4\nwhole = 1.0\nnegative = -0.1\ncount = 7\n"
+      "name = \"0.90000000000000002\"\nlist = [0.1, 0.2, 2.5e-10]\n"
+      "[policy]\noptimizer = { name = 'adam', b2 = 0.999, learning_rate = 0.001 }\n",
+      "run.toml");
+  const std::string text = ctrax::tools::format_config(t);
+  CAPTURE(text);
+  CHECK(text.find("b1 = 0.9\n") != std::string::npos);
+  CHECK(text.find("eps = 1e-05") != std::string::npos);
+  CHECK(text.find("lr = 3e-04") != std::string::npos);
+  CHECK(text.find("whole = 1.0") != std::string::npos);
+  CHECK(text.find("negative = -0.1") != std::string::npos);
+  CHECK(text.find("count = 7") != std::string::npos);
+  CHECK(text.find("0.90000000000000002") != std::string::npos);  // inside the string, untouched
+  CHECK(text.find("0.1, 0.2, 2.5e-10") != std::string::npos);
+  CHECK(text.find("b2 = 0.999") != std::string::npos);
+  std::string outside_strings = text;
+  outside_strings.erase(outside_strings.find("0.90000000000000002"), 19);
+  CHECK(outside_strings.find("0000000") == std::string::npos);  // no other long float
+  // It reads back as the same table, value for value.
+  const toml::table back = parse_config_text(text, "back.toml");
+  CHECK(back == t);
+}

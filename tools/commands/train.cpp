@@ -106,7 +106,7 @@ int train_until_done(const RunConfig& config, const fs::path& dir, bool rewrite_
   }
   if (rewrite_config) {
     std::ostringstream text;
-    text << config.resolved << "\n";
+    text << format_config(config.resolved) << "\n";
     io::write_file_atomically(dir / "config.toml", text.str());
   }
   const int64_t first_epoch = agent->epoch();
