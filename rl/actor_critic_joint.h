@@ -105,7 +105,6 @@ class ActorCriticJointAgent : public Agent {
   std::string name() const override { return name_; }
 
   const Distribution& distribution() const { return *distribution_; }
-  DistributionPtr distribution_ptr() const { return distribution_; }
   Trainer& trainer() { return *trainer_; }
   const Trainer& trainer() const { return *trainer_; }
   const ActorCriticJointOptions& joint_options() const { return options_; }

@@ -62,7 +62,6 @@ class PolicyAgent : public Agent {
   ~PolicyAgent() override;
 
   const Distribution& distribution() const { return *distribution_; }
-  DistributionPtr distribution_ptr() const { return distribution_; }
   Trainer& policy_trainer() { return *policy_trainer_; }
   const PolicyAgentOptions& policy_options() const { return policy_options_; }
   // Distribution inputs [B, L, D] of the current policy for observations [B, L, ...] (Mode::eval),

@@ -3,7 +3,7 @@
 // What it is for: the complete list of computations the engine offers, each with forward
 // semantics documented here. Implementations live one file per family in tensor/ops/
 // (unary.cpp, binary.cpp, reduce.cpp, matmul.cpp, softmax.cpp, index.cpp, join.cpp,
-// scan.cpp, sort.cpp); op_list.h enumerates them for tests and, later, autodiff and CUDA.
+// scan.cpp, sort.cpp); op_list.h enumerates them for the tests, autodiff and the CUDA backend.
 //
 // What it is not for: gradients (autograd/) or random numbers (random.h).
 //

@@ -41,7 +41,6 @@ inline constexpr bool kOpDifferentiable[] = {
 };
 
 inline const char* op_name(OpId op) { return kOpNames[static_cast<int>(op)]; }
-inline bool is_differentiable(OpId op) { return kOpDifferentiable[static_cast<int>(op)]; }
 
 // ---- What an op's backward needs besides its inputs and outputs -------------------------------
 // Axes are stored as the caller gave them (possibly negative); the backward normalises them

@@ -23,14 +23,6 @@
 
 namespace ctrax::ops_detail {
 
-// Throws unless `t` is a defined CPU tensor; `role` names the operand ("x", "a", "cond").
-// For ops without a CUDA path.
-inline void require_input(const Tensor& t, const char* op, const char* role) {
-  CTRAX_REQUIRE(t.defined(), op, ": operand ", role, " is an undefined (default-constructed) tensor");
-  CTRAX_REQUIRE(t.device().is_cpu(), op, ": operand ", role, " is on ", t.device(),
-                "; only cpu tensors are supported");
-}
-
 // Throws unless `t` is defined, on any device: for the ops that have a CUDA path (every op of
 // unary.cpp and binary.cpp), which then check that all operands share one device.
 inline void require_defined_input(const Tensor& t, const char* op, const char* role) {
