@@ -3,7 +3,7 @@
 // layers, optimizers, schedules and the supervised Trainer, and the kernel backends' controls.
 //
 // What it is not for: inside the library itself, which includes the specific headers it
-// needs (so that the dependency direction kernels <- tensor <- autograd <- ... stays visible).
+// needs (so that the dependency direction base <- kernels <- tensor <- ... stays visible).
 #pragma once
 
 #include "autograd/custom.h"
@@ -13,7 +13,7 @@
 #include "io/atomic_file.h"
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
-#include "kernels/check.h"
+#include "base/error.h"
 #include "kernels/gemm.h"
 #include "kernels/denormals.h"
 #include "kernels/parallel.h"

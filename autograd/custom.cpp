@@ -1,7 +1,7 @@
 // custom_gradient (see custom.h).
 #include "custom.h"
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "grad.h"
 
 namespace ctrax {

@@ -3,7 +3,7 @@
 
 #include <array>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "../tensor/ops.h"
 
 namespace ctrax::autograd_detail {

@@ -1,7 +1,7 @@
 // The non-template parts of grad.h.
 #include "grad.h"
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 
 namespace ctrax::autograd_detail {
 

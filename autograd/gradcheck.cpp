@@ -4,7 +4,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "../tensor/ops.h"
 #include "../tensor/random.h"
 #include "tape.h"

@@ -4,7 +4,7 @@
 #include <atomic>
 #include <sstream>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "../tensor/ops.h"
 #include "derivatives.h"
 

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include <ctrax/kernels/check.h>
+#include <ctrax/base/error.h>
 #include <ctrax/kernels/cuda/gemm.h>
 #include <ctrax/kernels/cuda/runtime.h>
 

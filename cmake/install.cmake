@@ -5,7 +5,7 @@
 # Layout under the prefix:
 #   include/ctrax/<folder>/...h            the public headers (cmake/public_headers.cmake), relative
 #                                          paths kept (they include each other with relative paths
-#                                          such as "../kernels/check.h")
+#                                          such as "../base/error.h")
 #   include/ctrax/ctrax.h                  the umbrella header, when the repository has one
 #   ${CMAKE_INSTALL_LIBDIR}/libctrax.a     (or .so with -DBUILD_SHARED_LIBS=ON)
 #   ${CMAKE_INSTALL_LIBDIR}/libctrax_cuda.so.0   the CUDA module, in CUDA builds (ctrax::cuda)

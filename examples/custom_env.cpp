@@ -27,7 +27,7 @@
 #include <cstdio>
 #include <memory>
 
-#include <ctrax/kernels/check.h>
+#include <ctrax/base/error.h>
 #include <ctrax/rl/env.h>
 #include <ctrax/rl/env_registry.h>
 #include <ctrax/rl/time_limit.h>

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "posix_file.h"
 
 #define XXH_INLINE_ALL

@@ -30,7 +30,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "atomic_file.h"
 #include "posix_file.h"
 #include "safetensors.h"

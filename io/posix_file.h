@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 
 namespace ctrax::io::detail {
 

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "atomic_file.h"
 #include "posix_file.h"
 

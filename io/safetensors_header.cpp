@@ -1,6 +1,6 @@
 // The safetensors header parser and the dtype names (see safetensors.h).
 //
-// Kept apart from the rest of safetensors.cpp so that it depends only on kernels/check.h,
+// Kept apart from the rest of safetensors.cpp so that it depends only on base/error.h,
 // tensor/dtype.h (inline parts) and the JSON parser: the fuzz target (tests/fuzz/) compiles this
 // file alone. It therefore never calls anything defined in another ctrax .cpp file.
 //
@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "../tensor/dtype.h"
 #include "safetensors.h"
 

@@ -26,7 +26,7 @@
 #include <atomic>
 #include <cmath>
 
-#include "check.h"
+#include "../base/error.h"
 #include "cpu_features.h"
 
 // No FMA contraction: a fused multiply-add rounds once where the baseline's multiply and add

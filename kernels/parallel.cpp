@@ -18,8 +18,8 @@
 //   - The caller works too (it claims chunks like a worker), so T threads means T-1 workers.
 //   - Nested calls (from inside a chunk) and calls made while another thread owns the pool run
 //     serially on the calling thread.
-#include <ctrax/kernels/check.h>
-#include <ctrax/kernels/parallel.h>
+#include "../base/error.h"
+#include "parallel.h"
 
 #include "denormals.h"
 

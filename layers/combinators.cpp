@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "../tensor/ops.h"
 
 namespace ctrax {

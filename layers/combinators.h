@@ -34,7 +34,7 @@
 #include <utility>
 #include <vector>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 
 #include "layer.h"
 

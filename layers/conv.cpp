@@ -15,7 +15,7 @@
 #include <sstream>
 #include <vector>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "../tensor/ops.h"
 #include <climits>
 

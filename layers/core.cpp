@@ -2,7 +2,7 @@
 #include "core.h"
 
 #include "../autograd/tape.h"
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "../tensor/ops.h"
 #include "combinators.h"
 

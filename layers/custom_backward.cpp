@@ -2,7 +2,7 @@
 #include "custom_backward.h"
 
 #include "../autograd/custom.h"
-#include "../kernels/check.h"
+#include "../base/error.h"
 
 namespace ctrax {
 

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "../autograd/tape.h"
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "../tensor/ops.h"
 
 namespace ctrax {

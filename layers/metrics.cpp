@@ -3,7 +3,7 @@
 #include "metrics.h"
 
 #include "../autograd/tape.h"
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "../tensor/ops.h"
 #include "combinators.h"
 

@@ -1,7 +1,7 @@
 // Model builders (see models.h).
 #include "models.h"
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "../tensor/ops.h"
 #include "combinators.h"
 #include "core.h"

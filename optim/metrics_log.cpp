@@ -15,7 +15,7 @@
 
 #include "../io/atomic_file.h"
 #include "../io/posix_file.h"
-#include "../kernels/check.h"
+#include "../base/error.h"
 
 namespace ctrax {
 

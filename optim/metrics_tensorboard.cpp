@@ -39,7 +39,7 @@
 
 #include <unistd.h>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 
 namespace ctrax {
 

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 
 namespace ctrax {
 

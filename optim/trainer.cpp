@@ -9,7 +9,7 @@
 
 #include "../autograd/grad.h"
 #include "../io/checkpoint.h"
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "../layers/metrics.h"
 #include "../tensor/ops.h"
 #include "adam.h"

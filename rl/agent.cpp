@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "../io/atomic_file.h"
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "device_placement.h"
 
 namespace ctrax {

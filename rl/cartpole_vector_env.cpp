@@ -5,7 +5,7 @@
 #include <limits>
 #include <utility>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "../kernels/parallel.h"
 #include "envs/classic_control.h"
 

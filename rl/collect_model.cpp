@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "../autograd/tape.h"
-#include "../kernels/check.h"
+#include "../base/error.h"
 
 namespace ctrax {
 

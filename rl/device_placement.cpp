@@ -4,7 +4,7 @@
 #include <map>
 #include <sstream>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "../kernels/cuda/runtime.h"
 #include "../tensor/tree.h"
 

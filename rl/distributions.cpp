@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "../autograd/tape.h"
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "../layers/combinators.h"
 #include "../layers/core.h"
 #include "../layers/metrics.h"

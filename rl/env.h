@@ -45,7 +45,7 @@
 #include <string>
 #include <vector>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "../tensor/random.h"
 #include "../tensor/tensor.h"
 #include "space.h"

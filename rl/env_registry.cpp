@@ -7,7 +7,7 @@
 #include <sstream>
 #include <utility>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "cartpole_vector_env.h"
 #include "envs/acrobot.h"
 #include "envs/cartpole.h"

@@ -17,7 +17,7 @@
 
 #include <utility>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "env.h"
 
 namespace ctrax {

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "../autograd/grad.h"
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "../tensor/ops.h"
 #include "device_placement.h"
 

@@ -9,7 +9,7 @@
 #include <numbers>
 #include <sstream>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "env_registry.h"
 #include "env_wrapper.h"
 

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 
 namespace ctrax {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "../tensor/ops.h"
 
 namespace ctrax {

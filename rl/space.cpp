@@ -7,7 +7,7 @@
 #include <ostream>
 #include <sstream>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 
 namespace ctrax {
 

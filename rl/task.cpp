@@ -8,7 +8,7 @@
 #include <set>
 #include <utility>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "../tensor/ops.h"
 #include "env_registry.h"
 #include "time_limit.h"

@@ -1,7 +1,7 @@
 // TimeLimit (see time_limit.h).
 #include "time_limit.h"
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 
 namespace ctrax {
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 
 namespace ctrax {
 

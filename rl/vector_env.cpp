@@ -6,7 +6,7 @@
 #include <limits>
 #include <utility>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 
 namespace ctrax {
 

@@ -5,7 +5,7 @@
 #include <limits>
 #include <utility>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 
 namespace ctrax {
 

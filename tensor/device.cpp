@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 
 namespace ctrax {
 

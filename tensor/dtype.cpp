@@ -1,6 +1,6 @@
 #include "dtype.h"
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 
 namespace ctrax {
 

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "storage.h"
 
 namespace ctrax {

@@ -6,7 +6,7 @@
 #include <new>
 #include <vector>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "../kernels/cuda/runtime.h"
 #include "plan.h"
 

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "../kernels/check.h"
+#include "../base/error.h"
 #include "device.h"
 #include "dtype.h"
 #include "plan.h"

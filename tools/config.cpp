@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include <ctrax/io/atomic_file.h>
-#include <ctrax/kernels/check.h>
+#include <ctrax/base/error.h>
 
 namespace ctrax::tools {
 

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include <ctrax/io/atomic_file.h>
-#include <ctrax/kernels/check.h>
+#include <ctrax/base/error.h>
 
 extern char** environ;
 

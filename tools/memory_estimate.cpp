@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include <ctrax/kernels/check.h>
+#include <ctrax/base/error.h>
 #include <ctrax/rl/env.h>
 #include <ctrax/rl/env_registry.h>
 

@@ -8,7 +8,7 @@
 #include <random>
 #include <sstream>
 
-#include <ctrax/kernels/check.h>
+#include <ctrax/base/error.h>
 
 #include "run_dir.h"
 

@@ -7,7 +7,7 @@
 #include <limits>
 #include <map>
 
-#include <ctrax/kernels/check.h>
+#include <ctrax/base/error.h>
 #include <ctrax/layers/core.h>
 #include <ctrax/layers/initializers.h>
 #include <ctrax/layers/models.h>

@@ -11,7 +11,7 @@
 //   pow:   d/da of a^0 is 0, and d/db of 0^b is 0 (not NaN from 0 * log 0).
 #include <cmath>
 
-#include "../../kernels/check.h"
+#include "../../base/error.h"
 #include "../../kernels/elementwise/activation_backward.h"
 #include "../../kernels/elementwise/elementwise.h"
 #include "../../tensor/ops.h"

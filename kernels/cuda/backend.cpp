@@ -5,7 +5,7 @@
 #include <array>
 #include <atomic>
 
-#include "../check.h"
+#include "../../base/error.h"
 #include "runtime.h"
 
 #include "cudnn.h"

@@ -13,7 +13,7 @@
 
 #include <cuda_runtime.h>
 
-#include "../check.h"
+#include "../../base/error.h"
 
 namespace ctrax::kernels::cuda::detail {
 [[noreturn]] inline void cuda_call_failed(cudaError_t status, const char* call, const char* file, int line) {

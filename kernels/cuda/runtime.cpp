@@ -2,7 +2,7 @@
 // Part of the CUDA module (libctrax_cuda.so); the core reaches it through kernels/cuda/loader.cpp.
 #include "runtime.h"
 
-#include "../check.h"
+#include "../../base/error.h"
 
 #include <array>
 #include <map>

@@ -23,7 +23,7 @@
 #include <cstdint>
 #include <string>
 
-#include "../check.h"
+#include "../../base/error.h"
 
 
 namespace ctrax::kernels::cuda {

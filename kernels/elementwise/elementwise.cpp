@@ -16,7 +16,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include "../check.h"
+#include "../../base/error.h"
 #include "../cpu_features.h"
 #include "elementwise_math.h"
 

@@ -2,7 +2,7 @@
 // file because the CUDA module (libctrax_cuda.so) compiles it too: CPU and GPU reject the same calls.
 #include <algorithm>
 
-#include "../check.h"
+#include "../../base/error.h"
 #include "../gemm.h"
 
 namespace ctrax::kernels {

@@ -3,7 +3,7 @@
 
 #include "pack.h"
 
-#include <ctrax/kernels/parallel.h>
+#include "../parallel.h"
 
 #include <algorithm>
 

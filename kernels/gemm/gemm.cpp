@@ -1,7 +1,7 @@
 // The public GEMM entry points: argument checks, backend and micro-kernel selection.
-#include <ctrax/kernels/check.h>
-#include <ctrax/kernels/cpu_features.h>
-#include <ctrax/kernels/gemm.h>
+#include "../../base/error.h"
+#include "../cpu_features.h"
+#include "../gemm.h"
 
 #include "driver.h"
 #include "microkernel.h"

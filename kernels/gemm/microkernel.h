@@ -19,7 +19,7 @@
 // one tile and its k loop, nothing more.
 #pragma once
 
-#include <ctrax/kernels/gemm.h>
+#include "../gemm.h"
 
 #include <cstdint>
 

@@ -7,7 +7,7 @@
 // the masked-off lanes.
 #include "microkernel.h"
 
-#include <ctrax/kernels/check.h>
+#include "../../base/error.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>

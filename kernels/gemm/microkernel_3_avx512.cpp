@@ -7,7 +7,7 @@
 // (12 x 16). Edge columns use AVX-512 lane masks (free on loads and stores).
 #include "microkernel.h"
 
-#include <ctrax/kernels/check.h>
+#include "../../base/error.h"
 
 #if defined(__AVX512F__) && defined(__AVX512VL__) && defined(__AVX512DQ__) && defined(__FMA__)
 #include <immintrin.h>

@@ -3,8 +3,8 @@
 // OpenBLAS, nor starts its thread pool.
 #include "openblas_backend.h"
 
-#include <ctrax/kernels/check.h>
-#include <ctrax/kernels/parallel.h>
+#include "../../base/error.h"
+#include "../parallel.h"
 
 #ifdef CTRAX_USE_OPENBLAS
 #include <cblas.h>

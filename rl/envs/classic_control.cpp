@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "../../kernels/check.h"
+#include "../../base/error.h"
 
 namespace ctrax {
 

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "../../kernels/check.h"
+#include "../../base/error.h"
 
 namespace ctrax {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "../../kernels/check.h"
+#include "../../base/error.h"
 
 namespace ctrax {
 

@@ -9,7 +9,7 @@
 #include <span>
 
 #include "../../io/safetensors.h"
-#include "../../kernels/check.h"
+#include "../../base/error.h"
 
 namespace {
 

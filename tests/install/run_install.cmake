@@ -27,7 +27,7 @@ endif()
 set(_missing "")
 foreach(_file
     "${_incdir}/ctrax/kernels/gemm.h"
-    "${_incdir}/ctrax/kernels/check.h"
+    "${_incdir}/ctrax/base/error.h"
     "${_libdir}/cmake/ctrax/ctraxConfig.cmake"
     "${_libdir}/cmake/ctrax/ctraxConfigVersion.cmake"
     "${_libdir}/cmake/ctrax/ctraxTargets.cmake"

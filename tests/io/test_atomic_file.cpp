@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include <ctrax/io/atomic_file.h>
-#include <ctrax/kernels/check.h>
+#include <ctrax/base/error.h>
 
 #include "io/temp_dir.h"
 

@@ -2,7 +2,7 @@
 // double-accumulating reference, at awkward sizes, all transposes, alpha/beta, padded leading
 // dimensions; the narrow-C path (n <= 4) and its boundary; thread-count independence; backend
 // and ISA selection.
-#include <ctrax/kernels/check.h>
+#include <ctrax/base/error.h>
 #include <ctrax/kernels/gemm.h>
 #include <ctrax/kernels/parallel.h>
 #include <doctest/doctest.h>

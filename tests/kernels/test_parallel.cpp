@@ -1,5 +1,5 @@
 // parallel_for: coverage, chunk sizes, exceptions, nesting and thread-count control.
-#include <ctrax/kernels/check.h>
+#include <ctrax/base/error.h>
 #include <ctrax/kernels/parallel.h>
 #include <doctest/doctest.h>
 

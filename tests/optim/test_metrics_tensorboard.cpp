@@ -22,7 +22,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <ctrax/kernels/check.h>
+#include <ctrax/base/error.h>
 #include <ctrax/optim/metrics_tensorboard.h>
 
 #include "io/temp_dir.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include <ctrax/kernels/check.h>
+#include <ctrax/base/error.h>
 #include <ctrax/kernels/optimizer_steps.h>
 
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include <ctrax/kernels/check.h>
+#include <ctrax/base/error.h>
 #include <ctrax/rl/env.h>
 #include <ctrax/rl/env_registry.h>
 #include <ctrax/rl/envs/cartpole.h>

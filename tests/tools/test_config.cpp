@@ -12,7 +12,7 @@
 
 #include <config.h>
 #include <ctrax/ctrax.h>
-#include <ctrax/kernels/check.h>
+#include <ctrax/base/error.h>
 
 using ctrax::Error;
 using ctrax::tools::apply_overrides;

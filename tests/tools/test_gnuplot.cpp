@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include <ctrax/kernels/check.h>
+#include <ctrax/base/error.h>
 #include <ctrax/optim/metrics_log.h>
 #include <ctrax/rl/env.h>
 #include <ctrax/rl/env_registry.h>

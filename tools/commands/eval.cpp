@@ -14,7 +14,7 @@
 #include <string>
 
 #include <ctrax/io/atomic_file.h>
-#include <ctrax/kernels/check.h>
+#include <ctrax/base/error.h>
 #include <ctrax/rl/evaluation.h>
 #include <ctrax/rl/env.h>
 #include <ctrax/rl/env_registry.h>

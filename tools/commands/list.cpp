@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include <ctrax/kernels/check.h>
+#include <ctrax/base/error.h>
 #include <ctrax/rl/env.h>
 #include <ctrax/rl/env_registry.h>
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include <ctrax/kernels/check.h>
+#include <ctrax/base/error.h>
 
 #include "../gnuplot.h"
 #include "commands.h"

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include <ctrax/io/atomic_file.h>
-#include <ctrax/kernels/check.h>
+#include <ctrax/base/error.h>
 
 #include "../gnuplot.h"
 #include "../config.h"

@@ -14,7 +14,7 @@
 #include <sstream>
 #include <string>
 
-#include <ctrax/kernels/check.h>
+#include <ctrax/base/error.h>
 #include <ctrax/rl/env.h>
 #include <ctrax/rl/env_registry.h>
 #include <ctrax/rl/rollout.h>

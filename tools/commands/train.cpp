@@ -27,7 +27,7 @@
 
 #include <ctrax/io/atomic_file.h>
 #include <ctrax/io/checkpoint.h>
-#include <ctrax/kernels/check.h>
+#include <ctrax/base/error.h>
 #include <ctrax/kernels/cuda/runtime.h>
 #include <ctrax/kernels/gemm.h>
 #include <ctrax/kernels/parallel.h>

@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "../../check.h"
+#include "../../../base/error.h"
 
 namespace ctrax::kernels::cuda::gemm {
 

@@ -8,8 +8,8 @@
 //
 // What it is not for: control flow. Nothing in a hot loop should throw.
 //
-// It lives at the bottom of the dependency chain (kernels/) so that every layer above
-// can use it without including upward.
+// It lives in base/, below every other folder (base <- kernels <- tensor <- ...), so that every
+// layer can use it without including upward.
 #pragma once
 
 #include <sstream>
