@@ -13,8 +13,9 @@ struct Table {
   std::array<const OpDerivative*, kOpCount> by_op{};
 
   Table() {
-    for (auto family : {elementwise_derivatives(), reduce_derivatives(), linalg_derivatives(), index_derivatives(),
-                        join_derivatives(), view_derivatives()}) {
+    for (auto family : {unary_derivatives(), binary_derivatives(), reduce_derivatives(), matmul_derivatives(),
+                        softmax_derivatives(), index_derivatives(), sort_derivatives(), join_derivatives(),
+                        scan_derivatives(), view_derivatives()}) {
       for (const OpDerivative& d : family) {
         const int i = static_cast<int>(d.op);
         CTRAX_CHECK(kOpDifferentiable[i], "autodiff: op ", kOpNames[i], " has a derivative but op_list.h marks it not differentiable");

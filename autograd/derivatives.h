@@ -63,15 +63,23 @@ struct OpDerivative {
 // The derivative of `op`, or null for an op that is not differentiable.
 const OpDerivative* find_derivative(OpId op);
 
-// The tables of the families (autograd/backward/*.cpp).
-std::span<const OpDerivative> elementwise_derivatives();  // unary, binary, where, clip
-std::span<const OpDerivative> reduce_derivatives();       // sum ... logsumexp
-std::span<const OpDerivative> linalg_derivatives();       // matmul, softmax, log_softmax
-std::span<const OpDerivative> index_derivatives();        // take_along_axis, index_select, scatter_add, sort, topk
-std::span<const OpDerivative> join_derivatives();         // concatenate, stack, split, pad, flip, cumsum, discounted_cumsum
-std::span<const OpDerivative> view_derivatives();         // reshape, permute, slice, expand, squeeze, unsqueeze, contiguous, cast
+// The tables of the families: autograd/backward/<family>.cpp holds the backward of the ops
+// that tensor/ops/<family>.cpp runs forward (the views' forwards are Tensor's methods).
+std::span<const OpDerivative> unary_derivatives();    // the unary ops, clip
+std::span<const OpDerivative> binary_derivatives();   // add ... minimum, where
+std::span<const OpDerivative> reduce_derivatives();   // sum ... logsumexp
+std::span<const OpDerivative> matmul_derivatives();   // matmul
+std::span<const OpDerivative> softmax_derivatives();  // softmax, log_softmax
+std::span<const OpDerivative> index_derivatives();    // take_along_axis, index_select, scatter_add
+std::span<const OpDerivative> sort_derivatives();     // sort, topk
+std::span<const OpDerivative> join_derivatives();     // concatenate, stack, split, pad, flip
+std::span<const OpDerivative> scan_derivatives();     // cumsum, discounted_cumsum
+std::span<const OpDerivative> view_derivatives();     // reshape, permute, slice, expand, squeeze, unsqueeze, contiguous, cast
 
 // ---- Helpers shared by the backward files -----------------------------------------------------
+// Zeros of `shape` with g added along `axis` at `index` (index and g of the same shape): the
+// backward of a gather (index.cpp, sort.cpp).
+Tensor scatter_into_zeros(const Shape& shape, int axis, const Tensor& index, const Tensor& g);
 // g summed over the axes along which `shape` was broadcast to g's shape (leading axes, and
 // axes where shape has 1), then reshaped to `shape`.
 Tensor sum_to_shape(const Tensor& g, const Shape& shape);

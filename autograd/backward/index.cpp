@@ -1,23 +1,20 @@
-// Backward of the gather-like ops (take_along_axis, index_select, sort, topk) and of
-// scatter_add.
+// Backward of the gather-like ops (take_along_axis, index_select) and of scatter_add
+// (forwards: tensor/ops/index.cpp).
 //
 // Gathering reads x at some positions; its backward scatters: each output gradient is added
 // into the position it was read from, so positions read twice get both gradients and
 // positions never read get zero. scatter_add's backward is the mirror: x's gradient passes
 // through unchanged and src's is gathered from the positions src was added to.
-// Sort is a gather with the sorting permutation, recomputed from the saved input (the sort is
-// stable, so it is the same permutation); topk saves the indices it returned.
 #include "../../tensor/ops.h"
 #include "../derivatives.h"
 
 namespace ctrax::autograd_detail {
 
-namespace {
-
-// zeros of `shape` with g added along `axis` at `index` (index and g of the same shape).
 Tensor scatter_into_zeros(const Shape& shape, int axis, const Tensor& index, const Tensor& g) {
   return scatter_add(zeros(shape, g.dtype(), g.device()), axis, index, g);
 }
+
+namespace {
 
 void take_along_axis_backward(const BackwardContext& c, std::span<Tensor> dx) {
   const int axis = c.attr<AxisAttrs>().axis;
@@ -57,36 +54,10 @@ void scatter_add_backward(const BackwardContext& c, std::span<Tensor> dx) {
   }
 }
 
-void sort_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  const AxisAttrs& at = c.attr<AxisAttrs>();
-  const Tensor& x = c.inputs[0];
-  const Tensor& g = c.output_grads[0];
-  if (x.rank() == 0) {
-    dx[0] = g;
-    return;
-  }
-  const int a = normalize_axis(at.axis, x.rank(), "sort");
-  dx[0] = scatter_into_zeros(x.shape(), a, argsort(x, a, at.flag), g);
-}
-
-void topk_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  const Tensor& g = c.output_grads[0];
-  if (!g.defined()) return;  // only the indices were used
-  const Shape& x_shape = c.input_meta[0].shape;
-  if (x_shape.rank() == 0) {
-    dx[0] = g.reshape(x_shape);
-    return;
-  }
-  const int a = normalize_axis(c.attr<AxisAttrs>().axis, x_shape.rank(), "topk");
-  dx[0] = scatter_into_zeros(x_shape, a, c.outputs[1], g);
-}
-
 constexpr OpDerivative kTable[] = {
     {OpId::take_along_axis, kSavesInputs, take_along_axis_backward},
     {OpId::index_select, kSavesInputs, index_select_backward},
     {OpId::scatter_add, kSavesInputs, scatter_add_backward},
-    {OpId::sort, kSavesInputs, sort_backward},
-    {OpId::topk, kSavesOutputs, topk_backward},
 };
 
 }  // namespace

@@ -1,14 +1,10 @@
-// Backward of the joining and rearranging ops and of the scans.
+// Backward of the joining and rearranging ops (forwards: tensor/ops/join.cpp).
 //
 //   concatenate: each input's gradient is its slice of g along the axis;
 //   stack:       input i's gradient is g.select(axis, i);
 //   split:       the parts' gradients concatenated (zeros for parts nothing used);
 //   pad:         the interior of g (the padding's gradient is dropped);
-//   flip:        g flipped back;
-//   cumsum:      y_t = sum_{s <= t} x_s, so dx_s = sum_{t >= s} g_t: a cumsum of g in the
-//                other direction;
-//   discounted_cumsum: y_t = sum_{s >= t} d^(s-t) x_s, so dx_s = sum_{t <= s} d^(s-t) g_t:
-//                the same discounted sum run forwards, i.e. on g flipped along the axis.
+//   flip:        g flipped back.
 #include "../../tensor/ops.h"
 #include "../derivatives.h"
 
@@ -70,25 +66,12 @@ void flip_backward(const BackwardContext& c, std::span<Tensor> dx) {
   dx[0] = flip(c.output_grads[0], axes);
 }
 
-void cumsum_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  const AxisAttrs& a = c.attr<AxisAttrs>();
-  dx[0] = cumsum(c.output_grads[0], a.axis, !a.flag);
-}
-
-void discounted_cumsum_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  const ScalarAttrs& a = c.attr<ScalarAttrs>();
-  const Tensor flipped = flip(c.output_grads[0], {a.axis});
-  dx[0] = flip(discounted_cumsum(flipped, a.axis, a.lo), {a.axis});
-}
-
 constexpr OpDerivative kTable[] = {
     {OpId::concatenate, kSavesNothing, concatenate_backward},
     {OpId::stack, kSavesNothing, stack_backward},
     {OpId::split, kSavesNothing, split_backward},
     {OpId::pad, kSavesNothing, pad_backward},
     {OpId::flip, kSavesNothing, flip_backward},
-    {OpId::cumsum, kSavesNothing, cumsum_backward},
-    {OpId::discounted_cumsum, kSavesNothing, discounted_cumsum_backward},
 };
 
 }  // namespace

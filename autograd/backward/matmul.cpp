@@ -1,14 +1,11 @@
-// Backward of matmul, softmax and log_softmax.
+// Backward of matmul (forward: tensor/ops/matmul.cpp).
 //
 // matmul, C = A B with batch axes broadcast:   dA = dC B^T,   dB = A^T dC.
 // The transposes are views (mT), which the GEMM reads without copying. Broadcast batch axes
 // are summed away by the tape, except for the commonest case, a 2-D weight applied to every row
 // of a [..., m, k] batch: dB is then one GEMM over all the rows (the batch axes merged into k). A 1-D operand is handled as NumPy promotes it: (k) -> (1, k)
 // on the left, (k) -> (k, 1) on the right, with the added axis removed again afterwards.
-//
-// softmax along an axis, y = softmax(x):   dx = y * (g - sum(g * y))
-// log_softmax, y = x - logsumexp(x):       dx = g - exp(y) * sum(g)
-// (the sums along the same axis, kept as size 1 to broadcast).
+
 #include "../../tensor/ops.h"
 #include "../derivatives.h"
 
@@ -49,27 +46,12 @@ void matmul_backward(const BackwardContext& c, std::span<Tensor> dx) {
   }
 }
 
-void softmax_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  const int axis = c.attr<AxisAttrs>().axis;
-  const Tensor &y = c.outputs[0], &g = c.output_grads[0];
-  const Tensor gy = mul(g, y);
-  dx[0] = sub(gy, mul(y, sum(gy, {axis}, true)));
-}
-
-void log_softmax_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  const int axis = c.attr<AxisAttrs>().axis;
-  const Tensor &y = c.outputs[0], &g = c.output_grads[0];
-  dx[0] = sub(g, mul(exp(y), sum(g, {axis}, true)));
-}
-
 constexpr OpDerivative kTable[] = {
     {OpId::matmul, kSavesInputs, matmul_backward},
-    {OpId::softmax, kSavesOutputs, softmax_backward},
-    {OpId::log_softmax, kSavesOutputs, log_softmax_backward},
 };
 
 }  // namespace
 
-std::span<const OpDerivative> linalg_derivatives() { return kTable; }
+std::span<const OpDerivative> matmul_derivatives() { return kTable; }
 
 }  // namespace ctrax::autograd_detail
