@@ -348,21 +348,21 @@ RunConfig read_run_config(toml::table config, const std::string& file) {
     t.finish();
     if (c.algorithm == "PPOJoint") {
       ConfigTable a = root.table("ppo_joint");
-      c.ppo_joint.epsilon = a.number("epsilon", 0.2, 1e-9, 0.999999);
-      c.ppo_joint.value_loss_coeff = a.number("value_loss_coeff", 0.1, 0.0, kInf);
-      c.ppo_joint.entropy_coeff = a.number("entropy_coeff", 0.01, 0.0, kInf);
+      c.ppo_joint.epsilon = a.number("epsilon", c.ppo_joint.epsilon, 1e-9, 0.999999);
+      c.ppo_joint.value_loss_coeff = a.number("value_loss_coeff", c.ppo_joint.value_loss_coeff, 0.0, kInf);
+      c.ppo_joint.entropy_coeff = a.number("entropy_coeff", c.ppo_joint.entropy_coeff, 0.0, kInf);
       a.finish();
     } else if (c.algorithm == "A2CJoint") {
       ConfigTable a = root.table("a2c_joint");
-      c.a2c_joint.value_loss_coeff = a.number("value_loss_coeff", 0.1, 0.0, kInf);
-      c.a2c_joint.entropy_coeff = a.number("entropy_coeff", 0.01, 0.0, kInf);
+      c.a2c_joint.value_loss_coeff = a.number("value_loss_coeff", c.a2c_joint.value_loss_coeff, 0.0, kInf);
+      c.a2c_joint.entropy_coeff = a.number("entropy_coeff", c.a2c_joint.entropy_coeff, 0.0, kInf);
       a.finish();
     } else {
       ConfigTable a = root.table("awr_joint");
-      c.awr_joint.beta = a.number("beta", 1.0, 1e-9, kInf);
-      c.awr_joint.w_max = a.number("w_max", 20.0, 1e-9, kInf);
-      c.awr_joint.value_loss_coeff = a.number("value_loss_coeff", 0.1, 0.0, kInf);
-      c.awr_joint.entropy_coeff = a.number("entropy_coeff", 0.0, 0.0, kInf);
+      c.awr_joint.beta = a.number("beta", c.awr_joint.beta, 1e-9, kInf);
+      c.awr_joint.w_max = a.number("w_max", c.awr_joint.w_max, 1e-9, kInf);
+      c.awr_joint.value_loss_coeff = a.number("value_loss_coeff", c.awr_joint.value_loss_coeff, 0.0, kInf);
+      c.awr_joint.entropy_coeff = a.number("entropy_coeff", c.awr_joint.entropy_coeff, 0.0, kInf);
       a.finish();
     }
   } else {
@@ -447,26 +447,26 @@ RunConfig read_run_config(toml::table config, const std::string& file) {
     }
     if (c.algorithm == "PPO") {
       ConfigTable a = root.table("ppo");
-      c.ppo.epsilon = a.number("epsilon", 0.2, 1e-9, 0.999999);
-      c.ppo.entropy_coeff = a.number("entropy_coeff", 0.01, 0.0, kInf);
-      c.ppo.anneal_epsilon = a.boolean("anneal_epsilon", false);
+      c.ppo.epsilon = a.number("epsilon", c.ppo.epsilon, 1e-9, 0.999999);
+      c.ppo.entropy_coeff = a.number("entropy_coeff", c.ppo.entropy_coeff, 0.0, kInf);
+      c.ppo.anneal_epsilon = a.boolean("anneal_epsilon", c.ppo.anneal_epsilon);
       a.finish();
     } else if (c.algorithm == "A2C") {
       ConfigTable a = root.table("a2c");
-      c.a2c.entropy_coeff = a.number("entropy_coeff", 0.01, 0.0, kInf);
+      c.a2c.entropy_coeff = a.number("entropy_coeff", c.a2c.entropy_coeff, 0.0, kInf);
       a.finish();
     } else if (c.algorithm == "AWR") {
       ConfigTable a = root.table("awr");
-      c.awr.beta = a.number("beta", 1.0, 1e-9, kInf);
-      c.awr.w_max = a.number("w_max", 20.0, 1e-9, kInf);
-      c.awr.entropy_coeff = a.number("entropy_coeff", 0.0, 0.0, kInf);
+      c.awr.beta = a.number("beta", c.awr.beta, 1e-9, kInf);
+      c.awr.w_max = a.number("w_max", c.awr.w_max, 1e-9, kInf);
+      c.awr.entropy_coeff = a.number("entropy_coeff", c.awr.entropy_coeff, 0.0, kInf);
       a.finish();
     } else if (c.algorithm == "SamplingAWR") {
       ConfigTable a = root.table("sampling_awr");
-      c.sampling_awr.beta = a.number("beta", 1.0, 1e-9, kInf);
-      c.sampling_awr.w_max = a.number("w_max", 20.0, 1e-9, kInf);
-      c.sampling_awr.entropy_coeff = a.number("entropy_coeff", 0.0, 0.0, kInf);
-      c.sampling_awr.reweight = a.boolean("reweight", false);
+      c.sampling_awr.beta = a.number("beta", c.sampling_awr.beta, 1e-9, kInf);
+      c.sampling_awr.w_max = a.number("w_max", c.sampling_awr.w_max, 1e-9, kInf);
+      c.sampling_awr.entropy_coeff = a.number("entropy_coeff", c.sampling_awr.entropy_coeff, 0.0, kInf);
+      c.sampling_awr.reweight = a.boolean("reweight", c.sampling_awr.reweight);
       a.finish();
     }
   }
