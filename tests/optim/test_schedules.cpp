@@ -254,5 +254,5 @@ TEST_CASE("LearningRate: a value or a schedule, each step's rate checked") {
   CHECK_THROWS_WITH_AS(lambda.at(2), doctest::Contains("learning_rate: the schedule gave nan at step 2"), ctrax::Error);
   CHECK_THROWS_WITH_AS(ctrax::LearningRate(-0.5), doctest::Contains("learning_rate must be >= 0 and finite, got -0.5"),
                        ctrax::Error);
-  CHECK_THROWS_WITH_AS(ctrax::LearningRate(ctrax::Schedule()), doctest::Contains("the schedule is empty"), ctrax::Error);
+  CHECK_THROWS_WITH_AS(ctrax::LearningRate{ctrax::Schedule{}}, doctest::Contains("the schedule is empty"), ctrax::Error);
 }
