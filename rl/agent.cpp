@@ -240,6 +240,7 @@ void Agent::evaluate_epoch(Metrics& row) {
 }
 
 Metrics Agent::run(int64_t n_epochs) {
+  require_construction_finished("run");
   CTRAX_REQUIRE(n_epochs >= 1, "Agent::run: n_epochs must be >= 1, got ", n_epochs);
   const CollectPolicy policy = collect_policy();
   Metrics row;
@@ -320,6 +321,7 @@ void Agent::log(const Metrics& row) {
 }
 
 void Agent::save() {
+  require_construction_finished("save");
   if (!checkpoints_ || options_.read_only) return;
   save_to(*checkpoints_, options_.background_checkpoints);
 }
@@ -436,7 +438,15 @@ void Agent::open_existing_csv() {
   sinks_.push_back(csv_);
 }
 
+void Agent::require_construction_finished(const char* what) const {
+  CTRAX_REQUIRE(construction_finished_, name(), ": ", what,
+                ": the agent's construction was not finished: its constructor must end with restore() "
+                "(rl/agent.h), or build it with build_agent<", name(),
+                ">(...), which calls it; otherwise it would not resume from its output directory");
+}
+
 bool Agent::restore() {
+  construction_finished_ = true;
   if (!checkpoints_) return false;
   std::optional<io::Checkpoint> c = load_chosen();
   if (!c) {

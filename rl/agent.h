@@ -58,7 +58,7 @@
 // subclass exports (its networks, optimizer slots, rng and the collect model's statistics), and
 // checkpoints/best/ holding the best confirmed policy's checkpoint. A new Agent on a directory
 // with a checkpoint restores one (AgentOptions::restore_from: the newest, the best or a given
-// epoch) when the subclass calls restore() at the end of its constructor; given a task built
+// epoch) when its construction finishes (restore(), see below); given a task built
 // with the same options, the resumed run then continues exactly as the uninterrupted one would
 // (bit for bit, environments that support checkpoints; see rl/task.h for those that do not).
 // The metric rows of later epochs are dropped (all of them when there is no checkpoint), and so
@@ -72,6 +72,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../io/checkpoint.h"
@@ -216,9 +218,11 @@ class Agent {
   virtual void export_state(std::map<std::string, Tensor>& tensors, io::ManifestFields& fields) const = 0;
   virtual void import_state(const io::Checkpoint& checkpoint) = 0;
   // Restores the chosen checkpoint of the output directory (AgentOptions::restore_from), if
-  // any; subclasses call it at the end of their constructors (when everything import_state needs
-  // exists). Returns whether one was restored. Asking for the best or an epoch that does not
-  // exist throws ctrax::Error.
+  // any; it finishes the agent's construction. Subclasses call it at the end of their
+  // constructors (when everything import_state needs exists), or are built with build_agent<A>,
+  // which calls it; run() and save() refuse an agent on which it never ran (which would
+  // otherwise start over silently on a directory with a checkpoint). Returns whether one was
+  // restored. Asking for the best or an epoch that does not exist throws ctrax::Error.
   bool restore();
   // True while run() plays evaluation episodes (act() then leaves statistics alone).
   bool evaluating() const { return evaluating_; }
@@ -249,6 +253,23 @@ class Agent {
   double last_checkpoint_seconds_ = 0.0;
   std::optional<int64_t> epoch_start_steps_;  // set from an epoch's start to the end of its training
   std::optional<std::chrono::steady_clock::time_point> last_row_time_;
+  bool construction_finished_ = false;  // restore() has run
+
+  void require_construction_finished(const char* what) const;
+  template <typename A, typename... Args>
+  friend std::unique_ptr<A> build_agent(Args&&... args);
 };
+
+// Constructs an agent of type A (any Agent subclass) from `args` and finishes its
+// construction: restore() runs once, whether or not A's constructor called it, so the agent
+// resumes from its output directory's checkpoint.
+template <typename A, typename... Args>
+std::unique_ptr<A> build_agent(Args&&... args) {
+  static_assert(std::is_base_of_v<Agent, A>, "build_agent: A must derive from ctrax::Agent");
+  std::unique_ptr<A> agent = std::make_unique<A>(std::forward<Args>(args)...);
+  Agent& base = *agent;
+  if (!base.construction_finished_) base.restore();
+  return agent;
+}
 
 }  // namespace ctrax
