@@ -43,48 +43,6 @@ EnvSpec cartpole(const std::string& id, int64_t limit) {
           .render_fps = 50};
 }
 
-void add(EnvSpec spec);
-
-// Gymnasium's ids, registered time limits (gymnasium/envs/__init__.py) and frame rates.
-void register_builtins() {
-  add(cartpole("CartPole-v0", 200));
-  add(cartpole("CartPole-v1", 500));
-  add({.id = "Acrobot-v1",
-                .make = [] { return std::make_unique<AcrobotEnv>(); },
-                .max_episode_steps = 500,
-                .draw = [](const Env& env, const std::vector<double>& s) {
-                  render::require_state(env.name(), s, 4, "theta1, theta2, dtheta1, dtheta2");
-                  return render::draw_acrobot(as_builtin<AcrobotEnv>(env).params(), s);
-                },
-                .render_fps = 15});
-  add({.id = "MountainCar-v0",
-                .make = [] { return std::make_unique<MountainCarEnv>(); },
-                .max_episode_steps = 200,
-                .draw = [](const Env& env, const std::vector<double>& s) {
-                  render::require_state(env.name(), s, 2, "position, velocity");
-                  const MountainCarParams& p = as_builtin<MountainCarEnv>(env).params();
-                  return render::draw_mountain_car(p.min_position, p.max_position, p.goal_position, s);
-                },
-                .render_fps = 30});
-  add({.id = "MountainCarContinuous-v0",
-                .make = [] { return std::make_unique<MountainCarContinuousEnv>(); },
-                .max_episode_steps = 999,
-                .draw = [](const Env& env, const std::vector<double>& s) {
-                  render::require_state(env.name(), s, 2, "position, velocity");
-                  const MountainCarContinuousParams& p = as_builtin<MountainCarContinuousEnv>(env).params();
-                  return render::draw_mountain_car(p.min_position, p.max_position, p.goal_position, s);
-                },
-                .render_fps = 30});
-  add({.id = "Pendulum-v1",
-                .make = [] { return std::make_unique<PendulumEnv>(); },
-                .max_episode_steps = 200,
-                .draw = [](const Env& env, const std::vector<double>& s) {
-                  render::require_state(env.name(), s, 2, "th, thdot");
-                  return render::draw_pendulum(as_builtin<PendulumEnv>(env).params(), s);
-                },
-                .render_fps = 30});
-}
-
 struct Registry {
   std::mutex mutex;
   std::map<std::string, std::shared_ptr<const EnvSpec>> specs;  // entries are never removed
@@ -107,6 +65,47 @@ void add(EnvSpec spec) {
   const std::string id = spec.id;
   const bool added = reg.specs.emplace(id, std::make_shared<const EnvSpec>(std::move(spec))).second;
   CTRAX_REQUIRE(added, "register_env: \"", id, "\" is registered already");
+}
+
+// Both mountain cars draw the same picture from their own parameters.
+template <typename MountainCar>
+EnvSpec mountain_car(const std::string& id, int64_t limit) {
+  return {.id = id,
+          .make = [] { return std::make_unique<MountainCar>(); },
+          .max_episode_steps = limit,
+          .make_vector = nullptr,
+          .draw = [](const Env& env, const std::vector<double>& s) {
+            render::require_state(env.name(), s, 2, "position, velocity");
+            const auto& p = as_builtin<MountainCar>(env).params();
+            return render::draw_mountain_car(p.min_position, p.max_position, p.goal_position, s);
+          },
+          .render_fps = 30};
+}
+
+// Gymnasium's ids, registered time limits (gymnasium/envs/__init__.py) and frame rates.
+void register_builtins() {
+  add(cartpole("CartPole-v0", 200));
+  add(cartpole("CartPole-v1", 500));
+  add({.id = "Acrobot-v1",
+       .make = [] { return std::make_unique<AcrobotEnv>(); },
+       .max_episode_steps = 500,
+       .make_vector = nullptr,
+       .draw = [](const Env& env, const std::vector<double>& s) {
+         render::require_state(env.name(), s, 4, "theta1, theta2, dtheta1, dtheta2");
+         return render::draw_acrobot(as_builtin<AcrobotEnv>(env).params(), s);
+       },
+       .render_fps = 15});
+  add(mountain_car<MountainCarEnv>("MountainCar-v0", 200));
+  add(mountain_car<MountainCarContinuousEnv>("MountainCarContinuous-v0", 999));
+  add({.id = "Pendulum-v1",
+       .make = [] { return std::make_unique<PendulumEnv>(); },
+       .max_episode_steps = 200,
+       .make_vector = nullptr,
+       .draw = [](const Env& env, const std::vector<double>& s) {
+         render::require_state(env.name(), s, 2, "th, thdot");
+         return render::draw_pendulum(as_builtin<PendulumEnv>(env).params(), s);
+       },
+       .render_fps = 30});
 }
 
 // The registry, with the built-ins added at first use.
