@@ -104,6 +104,7 @@
 #include <memory>
 
 #include "advantages.h"
+#include "losses.h"
 #include "policy_agent.h"
 
 namespace ctrax {
@@ -222,25 +223,26 @@ class ActorCriticAgent : public PolicyAgent {
   std::unique_ptr<CollectModel> value_collect_;
 };
 
+// Defaults: Trax's (rl/losses.h, loss_defaults).
 struct A2COptions {
-  double entropy_coeff = 0.01;  // >= 0
+  double entropy_coeff = loss_defaults::entropy_coeff;  // >= 0
 };
 struct PPOOptions {
-  double epsilon = 0.2;         // in (0, 1)
-  double entropy_coeff = 0.01;  // >= 0
+  double epsilon = loss_defaults::epsilon;              // in (0, 1)
+  double entropy_coeff = loss_defaults::entropy_coeff;  // >= 0
   bool anneal_epsilon = false;  // epsilon times 1 - progress() in each epoch (SB3's linear clip
                                 // range); needs AgentOptions::max_epochs or total_env_steps
 };
 struct AWROptions {
-  double beta = 1.0;            // > 0
-  double w_max = 20.0;          // > 0
-  double entropy_coeff = 0.0;   // >= 0
+  double beta = loss_defaults::awr_beta;                    // > 0
+  double w_max = loss_defaults::awr_w_max;                  // > 0
+  double entropy_coeff = loss_defaults::awr_entropy_coeff;  // >= 0
 };
 
 struct SamplingAWROptions {
-  double beta = 1.0;            // > 0
-  double w_max = 20.0;          // > 0
-  double entropy_coeff = 0.0;   // >= 0
+  double beta = loss_defaults::awr_beta;                    // > 0
+  double w_max = loss_defaults::awr_w_max;                  // > 0
+  double entropy_coeff = loss_defaults::awr_entropy_coeff;  // >= 0
   bool reweight = false;        // normalise each state's sample weights (see the top of this file)
 };
 

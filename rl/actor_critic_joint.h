@@ -67,6 +67,7 @@
 #include "agent.h"
 #include "collect_model.h"
 #include "distributions.h"
+#include "losses.h"
 
 namespace ctrax {
 
@@ -146,21 +147,21 @@ class ActorCriticJointAgent : public Agent {
   std::unique_ptr<CollectModel> collect_model_;  // acts; keeps the Normalize statistics of collection
 };
 
-// Defaults are Trax's.
+// Defaults: Trax's (rl/losses.h, loss_defaults).
 struct PPOJointOptions {
-  double epsilon = 0.2;           // in (0, 1)
-  double value_loss_coeff = 0.1;  // >= 0
-  double entropy_coeff = 0.01;    // >= 0
+  double epsilon = loss_defaults::epsilon;                    // in (0, 1)
+  double value_loss_coeff = loss_defaults::value_loss_coeff;  // >= 0
+  double entropy_coeff = loss_defaults::entropy_coeff;        // >= 0
 };
 struct A2CJointOptions {
-  double value_loss_coeff = 0.1;  // >= 0
-  double entropy_coeff = 0.01;    // >= 0
+  double value_loss_coeff = loss_defaults::value_loss_coeff;  // >= 0
+  double entropy_coeff = loss_defaults::entropy_coeff;        // >= 0
 };
 struct AWRJointOptions {
-  double beta = 1.0;              // > 0
-  double w_max = 20.0;            // > 0 (+inf: no clipping)
-  double value_loss_coeff = 0.1;  // >= 0
-  double entropy_coeff = 0.0;     // >= 0
+  double beta = loss_defaults::awr_beta;                      // > 0
+  double w_max = loss_defaults::awr_w_max;                    // > 0 (+inf: no clipping)
+  double value_loss_coeff = loss_defaults::value_loss_coeff;  // >= 0
+  double entropy_coeff = loss_defaults::awr_entropy_coeff;    // >= 0
 };
 
 // Each constructor validates its options (ctrax::Error naming the option), builds the trainer and

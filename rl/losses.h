@@ -103,29 +103,42 @@
 
 namespace ctrax {
 
+// Trax's coefficients, written once: the losses' default arguments below and the agents' option
+// structs (PPOOptions, AWRJointOptions, ...) both take their defaults from here.
+namespace loss_defaults {
+inline constexpr double epsilon = 0.2;            // PPO's clip
+inline constexpr double entropy_coeff = 0.01;     // A2C, PPO and their joint versions
+inline constexpr double awr_beta = 1.0;
+inline constexpr double awr_w_max = 20.0;
+inline constexpr double awr_entropy_coeff = 0.0;  // AWR's and AWRJoint's
+inline constexpr double value_loss_coeff = 0.1;   // the joint losses'
+}  // namespace loss_defaults
+
 // ---- Separate policy losses: (dist_inputs, actions, advantages, old_dist_inputs, mask) --------
-// Defaults are Trax's (A2C, PPO: entropy_coeff 0.01, epsilon 0.2; AWR: beta 1, w_max 20).
-LayerPtr A2CLoss(DistributionPtr dist, double entropy_coeff = 0.01);
-LayerPtr PPOLoss(DistributionPtr dist, double epsilon = 0.2, double entropy_coeff = 0.01);
+LayerPtr A2CLoss(DistributionPtr dist, double entropy_coeff = loss_defaults::entropy_coeff);
+LayerPtr PPOLoss(DistributionPtr dist, double epsilon = loss_defaults::epsilon,
+                 double entropy_coeff = loss_defaults::entropy_coeff);
 // The same with a clip range read at every call through a shared handle (the PPO agent anneals
 // it: PPOOptions::anneal_epsilon); each call checks it is still in (0, 1).
 LayerPtr PPOLoss(DistributionPtr dist, std::shared_ptr<const double> epsilon, double entropy_coeff);
-LayerPtr AWRLoss(DistributionPtr dist, double beta = 1.0, double w_max = 20.0, double entropy_coeff = 0.0);
+LayerPtr AWRLoss(DistributionPtr dist, double beta = loss_defaults::awr_beta, double w_max = loss_defaults::awr_w_max,
+                 double entropy_coeff = loss_defaults::awr_entropy_coeff);
 
 // ---- Joint losses: (dist_inputs, values, returns, dones, rewards, actions, old_log_probs, mask)
-// Defaults are Trax's (value_loss_coeff 0.1, entropy_coeff 0.01; AWRJoint: beta 1, w_max 20,
-// no entropy term, no normalisation).
-LayerPtr PPOJointLoss(DistributionPtr dist, double epsilon = 0.2, double value_loss_coeff = 0.1,
-                      double entropy_coeff = 0.01, bool normalize_advantages = true);
-LayerPtr A2CJointLoss(DistributionPtr dist, double value_loss_coeff = 0.1, double entropy_coeff = 0.01,
-                      bool normalize_advantages = true);
-LayerPtr AWRJointLoss(DistributionPtr dist, double beta = 1.0, double w_max = 20.0, double value_loss_coeff = 0.1,
-                      double entropy_coeff = 0.0, bool normalize_advantages = false);
+// AWRJoint's defaults have no entropy term and no normalisation (Trax's).
+LayerPtr PPOJointLoss(DistributionPtr dist, double epsilon = loss_defaults::epsilon,
+                      double value_loss_coeff = loss_defaults::value_loss_coeff,
+                      double entropy_coeff = loss_defaults::entropy_coeff, bool normalize_advantages = true);
+LayerPtr A2CJointLoss(DistributionPtr dist, double value_loss_coeff = loss_defaults::value_loss_coeff,
+                      double entropy_coeff = loss_defaults::entropy_coeff, bool normalize_advantages = true);
+LayerPtr AWRJointLoss(DistributionPtr dist, double beta = loss_defaults::awr_beta,
+                      double w_max = loss_defaults::awr_w_max, double value_loss_coeff = loss_defaults::value_loss_coeff,
+                      double entropy_coeff = loss_defaults::awr_entropy_coeff, bool normalize_advantages = false);
 
 // ---- Metrics on the separate policy batch (n_in = 5) ------------------------------------------
 LayerPtr PolicyEntropy(DistributionPtr dist);
 LayerPtr ApproximateKL(DistributionPtr dist);
-LayerPtr ClipFraction(DistributionPtr dist, double epsilon = 0.2);
+LayerPtr ClipFraction(DistributionPtr dist, double epsilon = loss_defaults::epsilon);
 LayerPtr ClipFraction(DistributionPtr dist, std::shared_ptr<const double> epsilon);
 LayerPtr LogProbMean(DistributionPtr dist);
 LayerPtr AdvantageMean();
@@ -135,7 +148,7 @@ LayerPtr PreferredMove(DistributionPtr dist);
 // ---- Metrics on the joint batch (n_in = 8) ------------------------------------------------------
 LayerPtr JointEntropy(DistributionPtr dist);
 LayerPtr JointApproximateKL(DistributionPtr dist);
-LayerPtr JointClipFraction(DistributionPtr dist, double epsilon = 0.2);
+LayerPtr JointClipFraction(DistributionPtr dist, double epsilon = loss_defaults::epsilon);
 LayerPtr JointLogProbMean(DistributionPtr dist);
 LayerPtr JointAdvantageMean();
 LayerPtr JointAdvantageNorm();
