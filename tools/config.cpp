@@ -109,7 +109,8 @@ ConfigTable::ConfigTable(toml::table& table, std::string file, std::string path)
 std::string ConfigTable::key_path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
 
 void ConfigTable::fail(const std::string& key, const std::string& what) const {
-  const toml::node* node = table_->get(key);
+  // A dotted key ("value.q_value") names a key of a sub-table.
+  const toml::node* node = key.find('.') == std::string::npos ? table_->get(key) : table_->at_path(key).node();
   const toml::source_region& where = node != nullptr && node->source().begin.line > 0 ? node->source() : table_->source();
   std::ostringstream s;
   s << file_;

@@ -74,7 +74,8 @@ class ConfigTable {
 
   const std::string& file() const { return file_; }
   std::string key_path(const std::string& key) const;
-  // "file:line: key: what" (the line of `key` when it has one, else of this table).
+  // "file:line: key: what" (the line of `key` when it has one, else of this table); `key` may be
+  // dotted ("value.q_value") to name a key of a sub-table.
   [[noreturn]] void fail(const std::string& key, const std::string& what) const;
 
  private:

@@ -3,55 +3,20 @@
 //
 // What it is for: keeping hyperparameters out of code. `ctrax train CONFIG` and the RL
 // benchmark (bench/run_rl.sh) read these files; --set overrides any key. Every key has a
-// counterpart in the C++ options structs of rl/ with the same name and meaning:
+// counterpart in the C++ options structs of rl/ and optim/ with the same meaning.
 //
-//   algorithm = "PPO"      PolicyGradient, A2C, PPO, AWR, SamplingAWR, PPOJoint, A2CJoint, AWRJoint
-//   seed = 0               the task's key and the networks' initial weights
-//   epochs = 100           >= 1 (with total_env_steps: default unlimited)
-//   total_env_steps        optional: the run's budget of environment steps (SB3's n_timesteps),
-//                          the initial random trajectories included; the epoch that reaches it
-//                          is the last
-//   target_eval_return     optional: stop once a confirmation of agent.n_confirm_episodes
-//                          episodes, run when the routine evaluation (the first eval temperature)
-//                          reaches it, confirms it (rl/agent.h); absent: no early stop
-//   [task]        env, n_envs, n_eval_envs, initial_trajectories, gamma, max_steps, time_limit,
-//                 n_replay_epochs                                       (RLTaskOptions)
-//   [agent]       n_trajectories_per_epoch | n_interactions_per_epoch, n_eval_episodes,
-//                 eval_temperatures, eval_max_steps, only_eval, checkpoints_to_keep,
-//                 checkpoint_every, n_confirm_episodes, confirm_statistic (mean, ci95_low),
-//                 anneal_learning_rate, compile (AgentOptions)
-//   [policy]      batch_size, train_steps_per_epoch, evals_per_epoch, eval_steps, max_slice_length
-//                 (0: whole trajectories)         (PolicyAgentOptions; not for joint algorithms)
-//   [value]       batch_size, train_steps_per_epoch, evals_per_epoch, eval_steps, n_shared_layers,
-//                 added_policy_slice_length, scale_value_targets, on_policy, advantage_estimator
-//                 (monte_carlo, td_k, td_lambda, gae), advantage_lambda, advantage_normalization,
-//                 advantage_normalization_epsilon, advantage_normalization_factor; Q-value
-//                 baselines: q_value (default false; always true for SamplingAWR), and with it
-//                 q_value_aggregate_max, q_value_direct_advantages, q_value_n_samples,
-//                 vocab_size (Discrete(k) spaces; default k); rollout passes (SB3-style epochs):
-//                 rollout_passes, minibatch_size, normalize_advantages_per_minibatch, target_kl,
-//                 value_clip  (ActorCriticOptions; A2C, PPO, AWR, SamplingAWR)
-//   [joint]       batch_size, train_steps_per_epoch, supervised_evals_per_epoch,
-//                 supervised_eval_steps, max_slice_length, normalize_advantages, return_lambda
-//                 (ActorCriticJointOptions; joint algorithms)
-//   [<network>.model]        widths, activation, init (glorot, orthogonal), head_init_range (glorot),
-//                            init_gain, head_gain, value_head_gain (joint) (orthogonal), normalize,
-//                            normalize_sample_limit, normalize_clip (an MLP body; <network> is
-//                            policy, value or joint);
-//                            with value.q_value also injection_dim, injection_layers (ActionValue)
-//   [<network>.optimizer]    name (adam, adamw, sgd, momentum, rmsprop, adafactor), learning_rate
-//                            (a number, default 1e-3, or a schedule table: name (constant,
-//                            multifactor, linear_annealing) and its options), and its options
-//   [<network>.distribution] std, learn_std (none, shared, separate): Box action spaces only
-//   [ppo] epsilon, entropy_coeff, anneal_epsilon     [a2c] entropy_coeff     [awr] beta, w_max, entropy_coeff
-//   [sampling_awr] beta, w_max, entropy_coeff, reweight
-//   [ppo_joint] epsilon, value_loss_coeff, entropy_coeff     [a2c_joint] value_loss_coeff,
-//   entropy_coeff     [awr_joint] beta, w_max, value_loss_coeff, entropy_coeff
+// Every key, its type, default, range and meaning: docs/configs.md, generated from the key
+// tables the reader itself uses (tools/config_sections.h, tools/algorithm_registry.h) and checked
+// against them by a test; `ctrax list keys` prints the same. In short: the top level (algorithm,
+// seed, epochs, total_env_steps, target_eval_return), [task], [agent], the networks' sections
+// ([policy] and [value], or [joint], each with .model, .optimizer and .distribution) and the
+// algorithm's own section ([ppo], ...).
 //
 // Sections that do not apply to the algorithm are refused, as are unknown keys, wrong types and
 // values out of range (tools/config.h names the file, line and key).
 #pragma once
 
+#include <any>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -66,6 +31,9 @@
 #include <ctrax/rl/task.h>
 #include <toml++/toml.h>
 
+#include "algorithm_registry.h"
+#include "config_sections.h"
+
 namespace ctrax::tools {
 
 struct RunConfig {
@@ -77,26 +45,27 @@ struct RunConfig {
   std::string env;
   RLTaskOptions task;
   AgentOptions agent;
-  PolicyAgentOptions policy;
-  ActorCriticOptions value;
-  ActorCriticJointOptions joint;
-  A2COptions a2c;
-  PPOOptions ppo;
-  AWROptions awr;
-  SamplingAWROptions sampling_awr;
-  PPOJointOptions ppo_joint;
-  A2CJointOptions a2c_joint;
-  AWRJointOptions awr_joint;
+  PolicyAgentOptions policy;   // algorithms with separate networks
+  ActorCriticOptions value;    // ... and a value network
+  ActorCriticJointOptions joint;  // joint algorithms
+  // The algorithm section's options, of the type its registration names (e.g. PPOOptions).
+  std::any algorithm_options;
+  // Throws std::bad_any_cast when Options is not that type.
+  template <class Options>
+  const Options& options() const {
+    return std::any_cast<const Options&>(algorithm_options);
+  }
+  template <class Options>
+  Options& options() {
+    return std::any_cast<Options&>(algorithm_options);
+  }
   // The networks (the options' model fields stay empty: make_agent builds fresh ones).
   std::function<LayerPtr()> make_policy_model, make_value_model, make_joint_model;
   toml::table resolved;  // the configuration with every default filled in
 };
 
-// What a config may name: algorithms, model activations, optimizers and schedules.
-const std::vector<std::string>& algorithm_names();
-std::vector<std::string> activation_names();
-const std::vector<std::string>& optimizer_names();
-const std::vector<std::string>& schedule_names();
+// The top-level keys (algorithm, seed, epochs, total_env_steps, target_eval_return).
+const OptionTable<RunConfig>& run_keys();
 
 // Reads and validates a configuration (see the top of this file); `file` names it in messages.
 // Builds the networks too (their sizes depend on the environment's spaces), so an unknown

@@ -159,8 +159,8 @@ TEST_CASE("Run configs: Q-value baselines and SamplingAWR") {
                                                 "[value.model]\ninjection_dim = 16\n");
   CHECK(sampling.value.q_value);
   CHECK(sampling.value.vocab_size == 2);
-  CHECK(sampling.sampling_awr.beta == 0.5);
-  CHECK(sampling.sampling_awr.reweight);
+  CHECK(sampling.options<ctrax::SamplingAWROptions>().beta == 0.5);
+  CHECK(sampling.options<ctrax::SamplingAWROptions>().reweight);
   {
     std::unique_ptr<ctrax::RLTask> task = ctrax::tools::make_task(sampling);
     std::unique_ptr<ctrax::Agent> built = ctrax::tools::make_agent(sampling, *task, "");
@@ -182,9 +182,9 @@ TEST_CASE("Run configs: Q-value baselines and SamplingAWR") {
   CHECK_THROWS_WITH_AS(read("algorithm = \"PPO\"\n" + agent + "[value]\nq_value = true\nvocab_size = 1\n"),
                        doctest::Contains("value.vocab_size: expected an integer in [2,"), Error);
   CHECK_THROWS_WITH_AS(read("algorithm = \"PPO\"\n" + agent + "[value.model]\ninjection_dim = 8\n"),
-                       doctest::Contains("value.model.injection_dim: unknown key"), Error);
+                       doctest::Contains("value.model.injection_dim: applies to Q-networks (value.q_value = true)"), Error);
   CHECK_THROWS_WITH_AS(read("algorithm = \"PPO\"\n" + agent + "[value]\nq_value_n_samples = 2\n"),
-                       doctest::Contains("value.q_value_n_samples: unknown key"), Error);
+                       doctest::Contains("value.q_value_n_samples: applies to Q-value baselines: give value.q_value = true"), Error);
   CHECK_THROWS_WITH_AS(read("algorithm = \"PPO\"\n" + agent + "[task]\nenv = \"Pendulum-v1\"\n[value]\nq_value = true\nvocab_size = 4\n"),
                        doctest::Contains("value.vocab_size: applies to discrete action spaces only"), Error);
   CHECK_THROWS_WITH_AS(read("algorithm = \"AWR\"\n" + agent + "[sampling_awr]\nbeta = 1.0\n"),
@@ -214,7 +214,7 @@ TEST_CASE("Run configs: orthogonal initialisation with gains, rollout passes, an
   CHECK(c.value.minibatch_size == 32);
   CHECK(c.value.target_kl == 0.02);
   CHECK(c.value.value_clip == 0.3);
-  CHECK(c.ppo.anneal_epsilon);
+  CHECK(c.options<ctrax::PPOOptions>().anneal_epsilon);
   // The weights: W^T W = gain^2 I for each (semi-)orthogonal kernel with more rows than columns,
   // and zero biases. Policy: Serial(MLP(Dense 8, Tanh, Dense 8, Tanh), Dense 2).
   const ctrax::LayerPtr policy = c.make_policy_model();

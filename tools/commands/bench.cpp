@@ -78,7 +78,7 @@ int bench() {
     config.agent.total_env_steps.reset();
     config.agent.max_epochs.reset();
     config.agent.anneal_learning_rate = false;
-    config.ppo.anneal_epsilon = false;
+    config.options<PPOOptions>().anneal_epsilon = false;
     std::unique_ptr<RLTask> task = make_task(config);
     std::unique_ptr<Agent> agent = make_agent(config, *task, "");
     agent->run(1);  // warm-up: the first epoch allocates

@@ -1,5 +1,6 @@
-// ctrax list [environments|algorithms|layers|optimizers|schedules]: what a run configuration
-// can name, from the same tables the configuration reader uses (so the list cannot drift).
+// ctrax list [environments|algorithms|layers|optimizers|schedules|keys]: what a run
+// configuration can name, from the same tables the configuration reader uses (so the list
+// cannot drift); `keys` prints every key as docs/configs.md (tools/config_reference.h).
 #include <cstdio>
 #include <string>
 
@@ -7,6 +8,7 @@
 #include <ctrax/rl/env.h>
 #include <ctrax/rl/env_registry.h>
 
+#include "../config_reference.h"
 #include "../run_config.h"
 #include "commands.h"
 
@@ -36,6 +38,7 @@ int list(const std::string& what) {
     std::printf("  optional: Normalize in front (normalize = true); Q-networks: ActionValue (value.q_value = true)\n");
   }
   if (all || what == "optimizers") print_list("optimizers ([<network>.optimizer] name)", optimizer_names());
+  if (what == "keys") std::printf("%s", config_reference_markdown().c_str());
   if (all || what == "schedules") print_list("learning-rate schedules ([<network>.optimizer] learning_rate = { name = ... })", schedule_names());
   return 0;
 }
@@ -44,9 +47,10 @@ int list(const std::string& what) {
 
 void add_list_command(CLI::App& app, int& status) {
   auto what = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand("list", "list environments, algorithms, layers, optimizers and schedules");
-  cmd->add_option("what", *what, "one of environments, algorithms, layers, optimizers, schedules (default: all)")
-      ->check(CLI::IsMember({"environments", "algorithms", "layers", "optimizers", "schedules"}));
+  CLI::App* cmd = app.add_subcommand("list", "list environments, algorithms, layers, optimizers and schedules, or every config key");
+  cmd->add_option("what", *what, "one of environments, algorithms, layers, optimizers, schedules (default: all), or keys (every "
+                 "config key, as docs/configs.md)")
+      ->check(CLI::IsMember({"environments", "algorithms", "layers", "optimizers", "schedules", "keys"}));
   cmd->callback([what, &status] { status = list(*what); });
 }
 
