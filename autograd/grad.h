@@ -1,7 +1,6 @@
-// value_and_grad and grad: differentiate a C++ function of tensors or weight trees.
-//
-// What it is for: the functional interface the layers, optimizers and RL trainers use.
-// Weights are passed explicitly and gradients come back with the same structure:
+// value_and_grad and grad: differentiate a C++ function of tensors or weight trees; the
+// functional interface the layers, optimizers and RL trainers use. Weights are passed explicitly
+// and gradients come back with the same structure:
 //
 //   auto loss_fn = [&](const Tree& w, const Tensor& x, const Tensor& y) {
 //     Tensor h = relu(matmul(x, w["w1"].leaf()) + w["b1"].leaf());
@@ -10,17 +9,12 @@
 //   auto [loss, g] = value_and_grad(loss_fn)(weights, x, y);      // g: a Tree like weights
 //   auto [loss2, g2] = value_and_grad<0, 2>(f)(a, b, c);          // g2: std::tuple of two
 //
-// f returns the loss (a one-element float tensor), or std::pair<Tensor, Aux> where Aux holds
-// things computed beside the loss (metrics, new model state): they come back in `.aux`,
-// undifferentiated. Differentiable argument types: Tensor, Tree, std::vector<Tensor> and
-// std::map<std::string, Tensor>; the other arguments are passed through untouched and are
-// constants. Differentiating with respect to an integer or bool tensor throws ctrax::Error.
-//
-// How: each call makes a GradientTape (tape.h), watches the chosen arguments' leaves, runs f,
-// and runs backward once. See autograd/README.md for the design.
-//
-// What it is not for: gradients of gradients (one tape records per thread; no nesting), or
-// gradients of intermediates and vector-Jacobian products with a given seed (GradientTape).
+// f returns the loss (a one-element float tensor), or std::pair<Tensor, Aux> whose Aux (metrics,
+// new model state) comes back undifferentiated in `.aux`. Differentiable arguments: Tensor, Tree,
+// std::vector<Tensor>, std::map<std::string, Tensor>; others are constants. Differentiating with
+// respect to an integer or bool tensor throws ctrax::Error. No gradients of gradients (one tape
+// per thread); intermediates and custom seeds need GradientTape (tape.h). Design:
+// autograd/README.md.
 #pragma once
 
 #include <cstddef>

@@ -1,22 +1,11 @@
-// GradientTape: records the ops run on watched tensors and differentiates them in reverse.
-//
-// What it is for: the engine under value_and_grad/grad (grad.h), usable directly when a
-// function does not fit their shape:
+// GradientTape: records the ops run on watched tensors and differentiates them in reverse; the
+// engine under value_and_grad and grad (grad.h, which cover the everyday weights-to-loss case),
+// usable directly when a function does not fit their shape:
 //
 //   GradientTape tape;                       // starts recording on this thread
 //   Tensor w = tape.watch(weights);          // w is weights, traced
 //   Tensor loss = mean(square(matmul(x, w) - y));
 //   std::vector<Tensor> g = tape.gradient(loss, {w});   // stops recording, runs backward
-//
-// What it is not for: the everyday weights-to-loss case, which value_and_grad (grad.h) covers
-// with less ceremony, or higher-order derivatives (see Rules).
-//
-// How it works (the full design is in autograd/README.md): a tape is a flat list of nodes,
-// one per op whose inputs include a traced value, appended in execution order. A node holds
-// the op, its attributes, the value ids of its inputs (0 for constants), their shapes and
-// dtypes, and only the tensors the op's backward needs (derivatives.h says which). gradient()
-// walks the nodes once in reverse, accumulating each value's gradient by addition, and frees
-// every node's saved tensors and its outputs' gradients as soon as the node is done.
 //
 // Rules:
 //   - One tape records per thread at a time; a tape made while another records takes over
@@ -27,6 +16,7 @@
 //   - gradient() may be called once. Destroying the tape stops recording.
 //   - Writing in place (copy_, fill_) into a traced tensor throws; writing into memory a tape
 //     saved (through another view) before gradient() runs gives wrong gradients.
+// How the nodes are recorded, saved and swept: autograd/README.md.
 #pragma once
 
 #include <cstdint>

@@ -16,9 +16,9 @@
 #include <benchmark/benchmark.h>
 
 #include <ctrax/kernels/parallel.h>
-#include <ctrax/rl/envs/cartpole.h>
-#include <ctrax/rl/env_registry.h>
-#include <ctrax/rl/vector_env.h>
+#include <ctrax/rl/environments/classic_control/cartpole.h>
+#include <ctrax/rl/environments/env_registry.h>
+#include <ctrax/rl/environments/vector_env.h>
 #include <ctrax/tensor/random.h>
 
 #include <array>

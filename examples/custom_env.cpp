@@ -16,7 +16,7 @@
 // counter, the position, the target and whether an episode is running) as doubles, and the
 // exact inverse, which checks every value before changing anything (CheckpointStateReader
 // does the checks). Without them the environment still works; RLTask's checkpoints then
-// restart its episodes on resume (rl/task.h).
+// restart its episodes on resume (rl/learning/task.h).
 //
 // The program plays a random policy and a greedy one (move toward the target) for a few
 // episodes each and prints their returns, then checkpoints the environment in mid-episode,
@@ -28,9 +28,9 @@
 #include <memory>
 
 #include <ctrax/base/error.h>
-#include <ctrax/rl/env.h>
-#include <ctrax/rl/env_registry.h>
-#include <ctrax/rl/time_limit.h>
+#include <ctrax/rl/environments/env.h>
+#include <ctrax/rl/environments/env_registry.h>
+#include <ctrax/rl/environments/time_limit.h>
 
 using namespace ctrax;
 

@@ -2,13 +2,13 @@
 //
 //   train_ppo_cartpole [seed] [output_dir]
 //
-// Trains a PPO agent (rl/actor_critic.h) with separate 64x64 tanh policy and value networks on
+// Trains a PPO agent (rl/agents/actor_critic.h) with separate 64x64 tanh policy and value networks on
 // 8 batched CartPoles in rl-baselines3-zoo's settings: 256 environment steps per epoch, 20
 // passes over them in one minibatch, learning rates and clip range annealed linearly over a
 // 100k-step budget, orthogonal initialisation and gradient clipping. A routine evaluation of 10
 // greedy episodes that reaches 475 (CartPole-v1's "solved" level; 500 is the maximum) only
 // proposes a stop: 100 greedy episodes on seeds of their own must confirm it, with the lower end
-// of their 95% interval at 475 or more (rl/agent.h). Prints one line per epoch; with an output
+// of their 95% interval at 475 or more (rl/agents/agent.h). Prints one line per epoch; with an output
 // directory, writes metrics, checkpoints and the best confirmed checkpoint there (running it
 // again continues from the last checkpoint). Exits with status 1 unless the run was solved, so
 // running it is a convergence check.
@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
     task_options.gamma = 0.98;
     task_options.initial_trajectories = 0;
     task_options.key = Key(seed);
-    RLTask task("CartPole-v1", task_options);
+    auto task = std::make_shared<RLTask>("CartPole-v1", task_options);  // the agent shares it
 
     AgentOptions agent;
     agent.n_interactions_per_epoch = 256;
@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
                                      .bias_init = constant_init(0.0)};
     auto body = [orthogonal_body] { return MLP({64, 64}, Tanh, orthogonal_body); };
     PolicyAgentOptions policy;
-    policy.policy_model = Policy(task.action_space(), body, nullptr, orthogonal(0.01));
+    policy.policy_model = Policy(task->action_space(), body, nullptr, orthogonal(0.01));
     policy.policy_optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-3, .clip_grad_norm = 0.5});
     policy.seed = seed;
 
@@ -59,7 +59,10 @@ int main(int argc, char** argv) {
     value.minibatch_size = 256;
     value.seed = seed + 1;
 
-    PPO ppo(task, agent, policy, value, {.epsilon = 0.2, .entropy_coeff = 0.0, .anneal_epsilon = true});
+    PPO ppo(task, {.agent = agent,
+                   .policy = policy,
+                   .value = value,
+                   .algorithm = {.epsilon = 0.2, .entropy_coeff = 0.0, .anneal_epsilon = true}});
     if (ppo.epoch() > 0) std::printf("resumed at epoch %lld\n", static_cast<long long>(ppo.epoch()));
     const auto start = std::chrono::steady_clock::now();
     while (!ppo.done()) {
@@ -75,7 +78,7 @@ int main(int argc, char** argv) {
     const EpisodeSummary& s = ppo.last_confirmation()->summary;
     std::printf("%s: %s after %lld epochs, %lld environment steps, %.1f s\n", ppo.solved() ? "solved" : "not solved",
                 describe(s).c_str(), static_cast<long long>(ppo.epoch()),
-                static_cast<long long>(task.n_interactions()), seconds);
+                static_cast<long long>(task->n_interactions()), seconds);
     return ppo.solved() ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "train_ppo_cartpole: %s\n", e.what());

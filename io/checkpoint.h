@@ -1,29 +1,20 @@
-// A directory of numbered checkpoints: tensors in safetensors files plus a JSON manifest each.
+// A directory of numbered checkpoints: tensors in safetensors files plus a JSON manifest each;
+// the durable state of anything that trains (weights, model state, optimizer slots, counters,
+// rng keys) as named tensors plus a few named scalar fields. Knows nothing about models. The
+// tensor file is plain safetensors, so Python can read it. Crash safety: docs/tour.md,
+// "Checkpoints".
 //
-// What it is for: the durable state of anything that trains (optim/trainer.h, the RL trainers):
-// weights, model state, optimizer slots, counters, rng keys. It knows nothing about models; a
-// checkpoint is a set of named tensors plus a few named scalar fields. What it is not for:
-// exchanging a model with Python (use io/safetensors.h directly for that; the tensor file of a
-// checkpoint is a plain safetensors file too, so Python can read it).
-//
-// Files of the checkpoint of step S in the directory (S zero-padded to 10 digits):
+// Files of the checkpoint of step S (S zero-padded to 10 digits):
 //   checkpoint-S.safetensors   the tensors;
 //   checkpoint-S.json          the manifest: {"format": "ctrax-checkpoint", "version": 2,
 //                              "step": S, "tensors_file": ..., "tensors_bytes": ...,
 //                              "tensors_checksum": "<XXH3-64 of the tensor file, hex>",
-//                              "fields": {...}}.
-// Version 1 manifests (before ctrax 0.x's switch to XXH3) are read too: their checksum is
-// FNV-1a 64, which costs about 4 cycles a byte where XXH3 costs a few hundredths.
-// Saving writes the tensor file, then the manifest, each atomically (io/atomic_file.h). The
-// manifest is the commit point: a checkpoint exists once its manifest exists, and its tensor
-// file was complete and durable before that. So a crash at any moment leaves every earlier
-// checkpoint intact and loadable, and at worst a stray tensor file or temporary without a
-// manifest, which readers ignore and the next save removes. Only after a commit are the
-// checkpoints beyond the newest keep_last deleted.
-//
-// Loading checks the manifest (format, version, step, file name inside the directory), the
-// tensor file's size and checksum against the manifest, then the safetensors structure
-// (io/safetensors.h). Any failure throws ctrax::Error naming the file and the reason.
+//                              "fields": {...}}; version 1 (FNV-1a 64 checksums) is read too.
+// Saving writes the tensor file, then the manifest, each atomically: the manifest is the commit
+// point, so a crash leaves every earlier checkpoint loadable. Only after a commit are the
+// checkpoints beyond the newest keep_last deleted. Loading checks the manifest, the tensor file's
+// size and checksum, then its safetensors structure; any failure throws ctrax::Error naming the
+// file and the reason.
 #pragma once
 
 #include <cstdint>

@@ -1,30 +1,17 @@
 // safetensors: named tensors in one file that Python's safetensors library (and PyTorch, JAX,
-// Hugging Face tooling) reads and writes.
+// Hugging Face tooling) reads and writes; the tensor payload of checkpoints (io/checkpoint.h)
+// and the way to exchange weights with Python. No memory-mapping (the loader copies each tensor
+// into ctrax storage); dtypes ctrax has no tensor for (F16, BF16, U8, ...) are refused.
 //
-// What it is for: the tensor payload of checkpoints (io/checkpoint.h) and exchanging weights
-// with Python. What it is not for: memory-mapping huge models (the loader copies each tensor
-// into ctrax storage), or dtypes ctrax has no tensor for (F16, BF16, U8, ... are refused).
-//
-// The format (https://github.com/huggingface/safetensors, "Format"):
-//   bytes 0..7   N, the header size, an unsigned 64-bit little-endian integer;
-//   bytes 8..8+N a UTF-8 JSON object: for each tensor
-//                  "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}
-//                and optionally "__metadata__": {string: string};
-//   the rest     the data buffer; [begin, end) are byte offsets into it, each tensor row-major
-//                and little-endian.
-// ctrax writes the header padded with spaces to a multiple of 8 bytes (so the data is
-// aligned), the tensors in name order, contiguous from offset 0.
-//
-// Loading trusts nothing. parse_safetensors_header checks, before any tensor is allocated:
-// the file is long enough for the size prefix and the header; the header size is at most
-// kMaxSafetensorsHeaderBytes; the header is a JSON object with no duplicate names; every entry
-// has exactly a known dtype, a shape of at most 8 non-negative dimensions, and two offsets;
-// shape and dtype agree with the byte length (with overflow-checked arithmetic); and the
-// tensors, sorted by offset, tile the data buffer exactly: the first starts at 0, each starts
-// where the previous ended (no overlap, no gap, no out-of-order offsets) and the last ends at
-// the end of the file. Any failure throws ctrax::Error "<file>: <reason>". Because every size
-// is checked against the real file size first, a hostile header can never make the loader
-// allocate more than the file holds.
+// The format (https://github.com/huggingface/safetensors, "Format"): an unsigned 64-bit
+// little-endian header size N; N bytes of UTF-8 JSON, for each tensor
+// "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}, optionally
+// "__metadata__": {string: string}; then the data, row-major and little-endian, [begin, end)
+// being byte offsets into it. ctrax pads the header with spaces to a multiple of 8 bytes and
+// writes the tensors in name order, contiguous from offset 0.
+// Loading trusts nothing: parse_safetensors_header checks every size, offset, dtype and shape
+// against the real file before any tensor is allocated (the checks: docs/tour.md,
+// "Checkpoints"); any failure throws ctrax::Error "<file>: <reason>".
 #pragma once
 
 #include <cstdint>

@@ -1,13 +1,11 @@
-// Combinators: layers made of layers, with Trax's stack semantics (layers/combinators.py).
+// Combinators: layers made of layers, with Trax's stack semantics (layers/combinators.py). A
+// combinator has no weights of its own: its weights and state are lists with one entry per
+// sublayer (Trax's tuples), and the rng is split once per sublayer. Stack semantics and Serial's
+// arity: layers/README.md, "A layer".
 //
-// What it is not for: layers with weights of their own (Dense and the rest: core.h, conv.h,
-// ...); a combinator's weights are only its sublayers'.
-//
-//   Serial(a, b, ...)     each sublayer pops its n_in items from the top of the stack and pushes
-//                         its n_out outputs; n_in = max_k(sum_{j<k}(n_in_j - n_out_j) + n_in_k),
-//                         n_out = n_in - sum_j(n_in_j - n_out_j). Empty: the identity on 1 item.
+//   Serial(a, b, ...)     each sublayer pops its n_in items and pushes its n_out. Empty: identity.
 //   Parallel(a, b, ...)   consecutive input spans to successive sublayers, outputs concatenated;
-//                         n_in = sum n_in, n_out = sum n_out. A null sublayer is the identity.
+//                         a null sublayer is the identity.
 //   Branch(a, b, ...)     every branch sees copies of the top of the stack:
 //                         Serial(Select(0..a.n_in-1, 0..b.n_in-1, ...), Parallel(a, b, ...)).
 //   Select(indices, n_in) pops n_in items (default max index + 1), pushes items[i] for each i.
@@ -15,17 +13,11 @@
 //   Residual(layers..., shortcut)  Serial(Branch(shortcut or identity, Serial(layers)), Add()).
 //   Add, SubtractTop, Multiply     x0 + x1;  x1 - x0 (Trax's order);  x0 * x1.
 //   Gate                  (g, m, c) -> g m + (1 - g) c.
-//   Concatenate(n, axis)  n items joined along an axis;  Split(n, axis): one item into n equal parts.
-//   Scan(layer, axis, n_carry)     (xs..., carry...) -> (ys..., carry...): runs layer on slice i of
-//                         every x along `axis` with the carry threaded through, rng fold_in(rng, i);
-//                         the ys are stacked along `axis`.
-//   Cond(cond, true, false)        cond's first output (a one-element bool) picks which branch runs
-//                         on the items after cond's inputs; only that branch runs.
-//   Fn(name, f)           a user function; n_in from its arity (f takes k tensors), or
-//   Fn(name, f, n_in, n_out) with f over the popped items as a Stack.
-//
-// Weights and state of a combinator are lists with one entry per sublayer (Trax's tuples); the
-// rng is split once per sublayer.
+//   Concatenate(n, axis)  n items joined along an axis; Split(n, axis): one into n equal parts.
+//   Scan(layer, axis, n_carry)     (xs..., carry...) -> (ys..., carry...): layer on slice i along
+//                         `axis` with the carry threaded through, rng fold_in(rng, i).
+//   Cond(cond, true, false)        cond's one-element bool output picks the branch; only it runs.
+//   Fn(name, f[, n_in, n_out])     a user function: n_in from f's arity, or f over a Stack.
 #pragma once
 
 #include <functional>

@@ -1,38 +1,14 @@
 // Convolution and pooling layers, channels-last as Trax (layers/convolution.py, pooling.py):
-// 1-D inputs are [batch..., length, channels], 2-D inputs [batch..., height, width, channels].
-// Any number (>= 1) of leading batch axes is accepted; they are folded into one and restored.
+// 1-D inputs [batch..., length, channels], 2-D [batch..., height, width, channels], with any
+// number (>= 1) of leading batch axes. Float inputs only. No NCHW, dilation, groups or 3-D.
+// How they are built (im2col, cuDNN on a GPU) and the padding rules: layers/README.md,
+// "Convolution and pooling".
 //
-// What it is not for: channels-first (NCHW) data, dilation, groups, or 3-D inputs (none of
-// them is built).
-//
-//   Conv1D(filters, k, s, padding, use_bias)
-//   Conv2D(filters, {kh, kw}, {sh, sw}, padding, use_bias)
-//       y[b, o..., f] = sum_{j..., c} x_pad[b, o*s + j ..., c] kernel[j..., c, f] + bias[f]
-//       kernel [k..., in_channels, filters] from glorot_uniform (its fans multiply the leading
-//       axes in as the receptive field: fan_in = prod(k) * in, fan_out = prod(k) * filters);
-//       bias [filters] from normal_init(1e-6).
-//   MaxPool1D / MaxPool2D, AvgPool1D / AvgPool2D (pool size, strides = pool size by default,
-//       padding): the max or mean over each window, per channel. AvgPool with SAME divides by
-//       the number of real (unpadded) elements in the window, as JAX's and TensorFlow's
-//       avg_pool do, so border outputs are not pulled towards zero.
-//   All of them take float inputs only (cast integer images first).
-//
-// Shape maths, per spatial axis of size L with window k and stride s:
-//   VALID: no padding, out = floor((L - k) / s) + 1; needs L >= k.
-//   SAME:  out = ceil(L / s); the total padding max((out - 1) s + k - L, 0) is split as
-//          TensorFlow does, floor(total / 2) before and the rest (one more when odd) after.
-//          Every window then holds at least one real element.
-//
-// How: the forward is built from differentiable tensor ops only, so autodiff gives the backward.
-// The input is padded (zeros for Conv and AvgPool, -inf for MaxPool), then for every kernel
-// offset j a strided slice x_pad[:, j : j + s (out - 1) + 1 : s, ...] picks that offset's
-// element of every window; stacking the prod(k) slices gives the windows
-// [batch, out..., prod(k), channels]. Conv reshapes them to rows of prod(k) * channels (im2col)
-// and does one matmul with the kernel viewed as [prod(k) * channels, filters]; the pools take
-// max or mean over the window axis.
-// The exception, on a GPU with cuDNN selected (kernels/cuda/backend.h, CudaOp::convolution) and
-// float32 data: Conv1D/Conv2D call cuDNN's convolution forward, and its backward-data and
-// backward-filter through a custom gradient (autograd/custom.h).
+// Conv: kernel [k..., in_channels, filters] (glorot_uniform, fans counting the receptive field),
+// bias [filters] (normal_init(1e-6)). Pools: max or mean per channel over each window; AvgPool
+// with SAME divides by the real (unpadded) elements in the window, as JAX and TensorFlow.
+// Per spatial axis of size L, window k, stride s: VALID gives floor((L - k) / s) + 1 and needs
+// L >= k; SAME gives ceil(L / s), padded as TensorFlow (the extra element, if odd, after).
 #pragma once
 
 #include <array>

@@ -1,22 +1,13 @@
-// Layer: the unit models are built from, with Trax's stack semantics.
-//
-// What it is for: a model is a tree of layers; each takes n_in items from the top of a data
-// stack and puts back n_out. The forward is a pure function
+// Layer: the unit models are built from, with Trax's stack semantics. A model is a tree of
+// layers; each takes n_in items from the top of a data stack (a Stack, top first) and puts back
+// n_out. The forward is a pure function
 //     apply(inputs, weights, state, rng, mode) -> (outputs, new state)
-// over explicit weight and state trees (tensor/tree.h), so value_and_grad (autograd/grad.h)
-// differentiates it with respect to the weights. init(input_signature, rng) makes the weights
-// and state with shapes inferred from the inputs; output_signature infers without training.
-// What it is not for: holding trained weights (they live in the trees passed to apply) or the
-// concrete layers (core.h, combinators.h and their neighbours).
+// over explicit weight and state trees (tensor/tree.h), so value_and_grad differentiates it with
+// respect to the weights; init(input_signature, rng) makes weights and state with inferred
+// shapes. Trained weights live in the trees, not in the layer. Design: layers/README.md.
 //
-// Stack semantics (Trax, layers/base.py): one item is a bare tensor and several are a tuple; in
-// C++ the items are always a Stack (std::vector<Tensor>), top of the stack first, and the
-// Tensor overloads of operator() cover the one-in, one-out case.
-//
-// Weight sharing: the same instance (a LayerPtr) placed twice in a model owns one set of
-// weights. init gives the first occurrence its weights and later occurrences an empty tree;
-// apply uses the first occurrence's weights for every occurrence, so their gradients add up.
-//
+// Weight sharing: the same LayerPtr placed twice owns one set of weights; later occurrences get
+// an empty tree at init and use the first occurrence's weights, so their gradients add up.
 // Errors: a layer that rejects its inputs throws ctrax::Error naming the path to it from the
 // model's root, e.g. "Serial > Branch[1] > Dense_64: input has last dimension 3, expected 4",
 // and the signature it got.

@@ -18,7 +18,7 @@
 // Weights and state take the input's floating dtype (Trax makes them float32 always; following the input lets a
 // float64 model, as in the gradient checks, stay float64).
 //
-// What it is not for: reward normalisation (NormalizeReward, rl/wrappers.h), or group and
+// What it is not for: reward normalisation (NormalizeReward, rl/environments/wrappers.h), or group and
 // instance norms (not built).
 #pragma once
 

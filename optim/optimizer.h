@@ -1,26 +1,16 @@
-// Optimizer: updates a tree of weights from a tree of gradients, with per-weight slots.
+// Optimizer: updates a tree of weights from a tree of gradients, with per-weight slots. Weights,
+// gradients and slots are Trees (tensor/tree.h) of one structure; each optimizer defines one
+// weight's slots and update, and this base class walks the trees, applies global-norm gradient
+// clipping and reports norms. The learning rate is part of the options (a value or a schedule,
+// optim/schedules.h); update() takes the step's rate, which the trainers read from
+// learning_rate_at(step). Adam's maths and its loop: docs/tour.md, "An optimizer step".
 //
-// What it is for: the update rule of training (optim/trainer.h, the RL trainers). The weights,
-// gradients and slots are Trees (tensor/tree.h) of the same structure; each optimizer defines
-// the slots of one weight tensor and the update of one weight, and this base class walks the
-// trees, applies global-norm gradient clipping and reports norms. What it is not for:
-// producing gradients (autograd/grad.h does that). The learning rate is part of the options
-// (a value or a schedule, optim/schedules.h); update() takes the step's rate as an argument,
-// which the trainers read from learning_rate_at(step).
-//
-// Slots: init(weights) returns a tree with the weights' structure in which each weight leaf is
-// replaced by the list of its slots (Adam: [m, v]; SGD: []), so a slot's path is
-// "<weight path>/<slot index>" (the names checkpoints store it under).
-//
-// Cost: each update makes one fused pass over each weight's memory (the weight, its gradient
-// and its slots are read and written in the same loop, kernels/optimizer_steps.h), plus one
-// read-only pass over the gradients for their global norm. The walk allocates nothing, so in a
-// steady state an update allocates nothing. (Adafactor, which needs row and column means
-// before it can update, makes three passes; see optim/adafactor.h.)
-//
-// Weights are updated in place: every handle to a weight tensor (a layer's own weights, a
-// copy of the tree) sees the new values. Weights must be contiguous float32 or float64
-// tensors; gradients must have their weights' shapes and dtypes.
+// Slots: init(weights) replaces each weight leaf by the list of its slots (Adam: [m, v]; SGD: []),
+// so a slot's path is "<weight path>/<slot index>" (the names checkpoints store it under).
+// Cost: one fused pass over each weight's memory (kernels/optimizer_steps.h) plus one read-only
+// pass over the gradients for their norm; no allocation in a steady state (Adafactor: three
+// passes). Weights are updated in place (every handle sees the new values) and must be contiguous
+// float32 or float64; gradients must have their weights' shapes and dtypes.
 #pragma once
 
 #include <cstdint>

@@ -1,48 +1,18 @@
 // Trainer: supervised training of a model with a loss and an optimizer (Trax's
-// supervised.Trainer, which every RL trainer builds on).
+// supervised.Trainer, which every RL trainer builds on): steps, evaluation, metrics files and
+// checkpoints that resume bit-exactly. Not data loading (the streams give batches).
+// Design and the step in detail: docs/tour.md, "The supervised Trainer".
 //
-// What it is for: the loop "take a batch, compute loss and gradients, update the weights",
-// with evaluation, metrics files and checkpoints that resume bit-exactly. The RL trainers (rl/)
-// construct one per network, with their own loss layers and batch streams, exactly as Trax's
-// do. What it is not for: data loading (the streams give batches) or choosing models.
-//
-// Batches: a batch is a list of tensors laid out as
-//     (model inputs..., targets)            or, with has_weights,
-//     (model inputs..., targets, weights)
-// where the model takes model->n_in() inputs. Without has_weights every example weighs 1
-// (a float32 tensor of ones shaped like the targets). With id_to_mask = k, the weight of every
-// target equal to k is set to 0 (Trax uses it to ignore padding actions). The loss layer and
-// every metric take (model outputs..., targets, weights) and give a scalar, e.g.
-// CrossEntropyLoss, L2Loss or Accuracy (layers/metrics.h).
-//
-// Losses that need more than targets and weights (the RL losses of rl/losses.h take actions,
-// advantages, old distribution inputs and a mask) set n_loss_inputs = k >= 1: a batch is then
-//     (model inputs..., k loss inputs)
-// and the loss and every metric take (model outputs..., k loss inputs) as they are (nothing is
-// added; has_weights and id_to_mask must be unset).
-//
-// Streams: a BatchStream is called with the index of the batch it must give: 0, 1, 2, ... for
-// training (the index is the training step) and 0 .. n - 1 for each evaluate(n). A stream that
-// is a function of the index (e.g. draws with Key(seed) folded with the index) makes training
-// reproducible and resumable bit-exactly; a stream that ignores the index works too, without
-// that guarantee. At construction the train stream's batch 0 is read once to learn the input
-// signature, unless TrainerOptions::input_signature is given.
-//
-// Each training step s (counting from 0): the learning rate is the optimizer's rate at step s
-// (Optimizer::learning_rate_at: its value, or its schedule's); the rng key is
-// split into this step's key and the next state; the model runs in Mode::train; the optimizer
-// updates the weights in place; the row (loss, metrics, learning_rate, gradients_l2,
-// weights_l2) goes to the sinks every log_every_steps steps. train_epoch(n) runs n steps, then
-// an evaluation of eval_steps_per_epoch batches when that is > 0, then saves a checkpoint when
-// there is an output directory.
-//
-// Output directory (when set):
-//   metrics.csv, metrics.jsonl     every row written (optim/metrics_log.h)
-//   checkpoints/                   io/checkpoint.h: tensors "weights/<path>", "state/<path>",
-//                                  "slots/<path>"; fields step, rng_0, rng_1, optimizer
-// A Trainer whose output directory already holds a checkpoint restores the newest one at
-// construction (as Trax's does), after checking that every tensor's name, shape and dtype
-// matches the model and optimizer, and drops the metric rows of later steps.
+// Batches: (model inputs..., targets[, weights with has_weights]); the loss and metrics take
+// (model outputs..., targets, weights) -> scalar. Missing weights are ones; id_to_mask = k zeroes
+// the weight of targets equal to k. With n_loss_inputs = k >= 1 a batch is (model inputs...,
+// k loss inputs), passed on as they are (has_weights and id_to_mask must be unset).
+// Streams: called with the batch index (the training step; 0 .. n - 1 per evaluate(n)); a stream
+// that is a function of the index makes runs reproducible and resumable. Train batch 0 is read at
+// construction for the input signature unless input_signature is given.
+// Output directory: metrics.csv, metrics.jsonl, checkpoints/ (tensors weights/, state/, slots/;
+// fields step, rng_0, rng_1, optimizer). An existing checkpoint there is restored at construction
+// (names, shapes and dtypes checked) and metric rows of later steps are dropped.
 #pragma once
 
 #include <cstdint>
@@ -160,7 +130,7 @@ class Trainer {
   void set_learning_rate_factor(double factor);
   double learning_rate_factor() const { return lr_factor_; }
   // Changes whenever the weights tree is replaced (set_weights, a restore); plans that read the
-  // weights' storages key on it (rl/collect_model.h).
+  // weights' storages key on it (rl/agents/collect_model.h).
   uint64_t weights_generation() const { return weights_generation_; }
   // How the compiled training step ran (recordings, replays, eager calls, plans).
   const CompileStats& compile_stats() const { return compiled_step_.stats(); }

@@ -1,28 +1,17 @@
 // compile: run a function of tensors as a static plan after its first call (JAX's jit, by
-// recording rather than by abstract tracing).
+// recording rather than abstract tracing), for steps that run many times with the same shapes.
+// The first call with a new input signature runs eagerly under a PlanRecorder (tensor/plan.h);
+// later calls with that signature replay its kernels with no tape, shape checks, allocation or
+// reference counts, bit-identical to eager. How plans work: docs/compile.md.
 //
-// What it is for: steps that run many times with the same shapes, such as a training step
-// (forward, the backward of value_and_grad, the metrics). The first call with a new input
-// signature (dtypes and shapes) runs the function eagerly under a PlanRecorder (tensor/plan.h):
-// its kernels are kept in order, over buffers cut from one arena with reuse by liveness. Later
-// calls with that signature copy the inputs into the plan's input buffers and run the kernels:
-// no tape, no shape checks, no allocation, no reference counts. Results are bit-identical to
-// eager, since the same kernels run in the same order on the same data.
-//
-// The contract (as JAX's): the function is a pure function of its inputs and of tensors that
-// live across calls (weights, constants), whose storages the plan keeps and reads each time.
-// Host values the function reads are baked into the plan: pass those that change as `guard`
-// (part of the cache key) or as tensors. Random draws stay random: a function given a Key with
-// each call (the keyed form) may draw from that key and from keys split or folded from it, and
-// every replay draws from the key of its own call, as eager would. A function that reads tensor
-// memory on the host (item(), a branch on a value), draws from any other key, or uses an op
-// without a plan (CUDA tensors, for now) is found out while it is recorded: it runs eagerly
-// from then on for that signature, and the first such fallback is said once in a log line
-// (compile_log_sink()).
-//
-// The returned tensors are the plan's output buffers: valid until the next call of the same
-// compiled function, whatever its signature (its plans share one arena; clone() what must
-// outlive it). Not thread-safe: one caller at a time.
+// Contract (as JAX's): a pure function of its inputs and of tensors that live across calls, whose
+// storages the plan keeps and reads each time. Host values it reads are baked in: pass those that
+// change as `guard` (part of the cache key) or as tensors. The keyed form may draw from its call's
+// key and keys derived from it; each replay draws from its own call's key. A function that reads
+// tensor memory on the host, draws from another key, or uses an op without a plan (CUDA tensors)
+// runs eagerly for that signature, said once through compile_log_sink().
+// The returned tensors are the plan's output buffers, valid until the next call of the same
+// compiled function whatever its signature (clone() what must outlive it). Not thread-safe.
 #pragma once
 
 #include <cstdint>

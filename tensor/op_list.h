@@ -3,8 +3,8 @@
 // What it is for: keeping the per-op tables of the rest of the project in step with the
 // engine. The reference tests iterate over this list and fail if an op has no test; autodiff
 // (autograd/) and the CUDA backend use it to check that they cover every op.
-// X(name, differentiable): differentiable ops take and give floating tensors and will get a
-// backward; the others give integer or bool results, or have no useful gradient.
+// X(name, differentiable): differentiable ops take and give floating tensors and have a
+// backward (autograd/); the others give integer or bool results, or have no useful gradient.
 // What it is not for: the ops' signatures or semantics (tensor/ops.h documents each op).
 #pragma once
 

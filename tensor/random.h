@@ -1,22 +1,11 @@
-// Random numbers: splittable keys and the tensors drawn from them.
+// Random numbers: splittable keys and the tensors drawn from them, as in JAX: no hidden generator
+// state. A Key is a plain value; each function draws from the key it is given, new independent
+// keys come from split() and fold_in(), and reusing a key gives the same numbers again. Not for
+// cryptography (Philox is not a secure cipher). Why counter-based: docs/tour.md, "Random numbers".
 //
-// What it is for: every random tensor in ctrax (initialisation, dropout masks, action
-// sampling, replay-buffer indices). The design follows JAX: there is no hidden generator
-// state. A Key is a plain value; each function draws from the key it is given, and new
-// independent keys come from split() and fold_in(). Reusing a key gives the same numbers
-// again, which makes experiments reproducible by construction.
-// What it is not for: cryptography (Philox is not a secure cipher), or a std-style engine
-// object (use the functions below).
-//
-// Why counter-based (Philox-4x32-10; Salmon, Moraes, Dror, Shaw, "Parallel random numbers:
-// as easy as 1, 2, 3", SC'11): the generator is a keyed bijection of a 128-bit counter, so
-// the bits for element i are philox(counter = f(i), key) with no sequential state. Element i
-// of every output is therefore a pure function of (key, i): the result does not depend on
-// the number of threads that fill the tensor, on how the work is chunked, nor on any other
-// random call made before or after (there is no global stream to advance). A stateful
-// generator (mt19937 and friends) gives none of this without elaborate bookkeeping.
-//
-// Counter layout (documented because checkpoints and tests depend on it):
+// Philox-4x32-10 makes element i of every output a pure function of (key, i): results do not
+// depend on the thread count, the chunking or any other random call. Counter layout (checkpoints
+// and tests depend on it):
 //   counter = (index low 32 bits, index high 32 bits, attempt, purpose)
 //   purpose 0: samples (index = Philox block number; `attempt` > 0 only for redraws of
 //              rejection sampling in randint/permutation);

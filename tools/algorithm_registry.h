@@ -4,7 +4,7 @@
 // and docs/configs.md: its name, the networks it trains (which decides the [policy], [value] or
 // [joint] sections), the key table of its own options section, and how to build the agent. The
 // built-ins register through the same call (algorithm_registry.cpp), as Gymnasium's register
-// does for environments (rl/env_registry.h is the environments' registry).
+// does for environments (rl/environments/env_registry.h is the environments' registry).
 //
 //   tools::register_algorithm(tools::algorithm_spec<MyAgent, MyOptions>(
 //       "MyAlgorithm", "my_algorithm", tools::AlgorithmNetworks::policy_and_value, my_keys));
@@ -18,11 +18,11 @@
 #include <vector>
 
 #include <ctrax/base/error.h>
-#include <ctrax/rl/actor_critic.h>
-#include <ctrax/rl/actor_critic_joint.h>
-#include <ctrax/rl/agent.h>
-#include <ctrax/rl/policy_agent.h>
-#include <ctrax/rl/task.h>
+#include <ctrax/rl/agents/actor_critic.h>
+#include <ctrax/rl/agents/actor_critic_joint.h>
+#include <ctrax/rl/agents/agent.h>
+#include <ctrax/rl/agents/policy_agent.h>
+#include <ctrax/rl/learning/task.h>
 
 #include "option_table.h"
 
@@ -56,7 +56,7 @@ struct AlgorithmSpec {
   std::function<void(NetworkOptions&)> network_defaults;
   // Optional: checks of the network sections once read; report with root.fail(key, why).
   std::function<void(const NetworkOptions&, const ConfigTable& root)> check;
-  std::function<std::unique_ptr<Agent>(RLTask&, const AgentOptions&, const NetworkOptions&, const std::any&)> make;
+  std::function<std::unique_ptr<Agent>(TaskPtr, const AgentOptions&, const NetworkOptions&, const std::any&)> make;
 };
 
 // Registers `spec`; throws ctrax::Error for an empty or taken name, a missing read_options or
@@ -73,13 +73,13 @@ template <class A, class Options>
 bool builds_from(AlgorithmNetworks networks) {
   switch (networks) {
     case AlgorithmNetworks::joint:
-      return std::is_constructible_v<A, RLTask&, AgentOptions, ActorCriticJointOptions, Options>;
+      return std::is_constructible_v<A, TaskPtr, AgentOptions, ActorCriticJointOptions, Options>;
     case AlgorithmNetworks::policy_and_value:
-      return std::is_constructible_v<A, RLTask&, AgentOptions, PolicyAgentOptions, ActorCriticOptions, Options>;
+      return std::is_constructible_v<A, TaskPtr, AgentOptions, PolicyAgentOptions, ActorCriticOptions, Options>;
     case AlgorithmNetworks::policy:
-      return std::is_constructible_v<A, RLTask&, AgentOptions, PolicyAgentOptions, Options> ||
+      return std::is_constructible_v<A, TaskPtr, AgentOptions, PolicyAgentOptions, Options> ||
              (std::is_same_v<Options, NoAlgorithmOptions> &&
-              std::is_constructible_v<A, RLTask&, AgentOptions, PolicyAgentOptions>);
+              std::is_constructible_v<A, TaskPtr, AgentOptions, PolicyAgentOptions>);
   }
   return false;
 }
@@ -102,19 +102,19 @@ AlgorithmSpec algorithm_spec(std::string name, std::string section, AlgorithmNet
     keys.read(t, o);
     return std::any(o);
   };
-  spec.make = [networks](RLTask& task, const AgentOptions& agent, const NetworkOptions& n,
+  spec.make = [networks](TaskPtr task, const AgentOptions& agent, const NetworkOptions& n,
                          const std::any& options) -> std::unique_ptr<Agent> {
     const Options& o = std::any_cast<const Options&>(options);
     constexpr bool no_options = std::is_same_v<Options, NoAlgorithmOptions>;
     if (networks == AlgorithmNetworks::joint) {
-      if constexpr (std::is_constructible_v<A, RLTask&, AgentOptions, ActorCriticJointOptions, Options>)
+      if constexpr (std::is_constructible_v<A, TaskPtr, AgentOptions, ActorCriticJointOptions, Options>)
         return build_agent<A>(task, agent, n.joint, o);
     } else if (networks == AlgorithmNetworks::policy_and_value) {
-      if constexpr (std::is_constructible_v<A, RLTask&, AgentOptions, PolicyAgentOptions, ActorCriticOptions, Options>)
+      if constexpr (std::is_constructible_v<A, TaskPtr, AgentOptions, PolicyAgentOptions, ActorCriticOptions, Options>)
         return build_agent<A>(task, agent, n.policy, n.value, o);
-    } else if constexpr (no_options && std::is_constructible_v<A, RLTask&, AgentOptions, PolicyAgentOptions>) {
+    } else if constexpr (no_options && std::is_constructible_v<A, TaskPtr, AgentOptions, PolicyAgentOptions>) {
       return build_agent<A>(task, agent, n.policy);
-    } else if constexpr (std::is_constructible_v<A, RLTask&, AgentOptions, PolicyAgentOptions, Options>) {
+    } else if constexpr (std::is_constructible_v<A, TaskPtr, AgentOptions, PolicyAgentOptions, Options>) {
       return build_agent<A>(task, agent, n.policy, o);
     }
     throw Error("algorithm registry: unreachable (algorithm_spec checked the constructor)");

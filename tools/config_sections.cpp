@@ -11,7 +11,7 @@
 #include <ctrax/optim/momentum.h>
 #include <ctrax/optim/rmsprop.h>
 #include <ctrax/optim/sgd.h>
-#include <ctrax/rl/env_registry.h>
+#include <ctrax/rl/environments/env_registry.h>
 
 namespace ctrax::tools {
 

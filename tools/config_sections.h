@@ -11,13 +11,13 @@
 #include <ctrax/layers/initializers.h>
 #include <ctrax/optim/optimizer.h>
 #include <ctrax/optim/schedules.h>
-#include <ctrax/rl/actor_critic.h>
-#include <ctrax/rl/actor_critic_joint.h>
-#include <ctrax/rl/agent.h>
-#include <ctrax/rl/distributions.h>
-#include <ctrax/rl/policy_agent.h>
-#include <ctrax/rl/space.h>
-#include <ctrax/rl/task.h>
+#include <ctrax/rl/agents/actor_critic.h>
+#include <ctrax/rl/agents/actor_critic_joint.h>
+#include <ctrax/rl/agents/agent.h>
+#include <ctrax/rl/learning/distributions.h>
+#include <ctrax/rl/agents/policy_agent.h>
+#include <ctrax/rl/environments/space.h>
+#include <ctrax/rl/learning/task.h>
 
 #include "option_table.h"
 
@@ -37,7 +37,7 @@ const OptionTable<PolicyAgentOptions>& policy_keys();
 
 // [value] (actor-critic algorithms). The advantage estimator is named (advantage_estimator and
 // advantage_lambda); the config's default is gae (equal to the struct's td_lambda, see
-// rl/advantages.h). `actions` sizes the Q-network's vocabulary (null: the docs' table).
+// rl/learning/advantages.h). `actions` sizes the Q-network's vocabulary (null: the docs' table).
 struct ValueSection : ActorCriticOptions {
   std::string advantage_estimator_name = "gae";
   double advantage_lambda = 0.95;

@@ -30,7 +30,7 @@ extern char** environ;
 namespace ctrax::tools {
 
 namespace fs = std::filesystem;
-// The drawing types of rl/render.h (Shape here is a drawn shape, not a tensor's).
+// The drawing types of rl/environments/render.h (Shape here is a drawn shape, not a tensor's).
 using render::Circle;
 using render::Frame;
 using render::Line;

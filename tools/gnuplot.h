@@ -1,7 +1,7 @@
 // Pictures through gnuplot: learning curves of runs, and animations of rendered episodes.
 //
 // What it is for: `ctrax plot` (learning curves from runs' metrics.csv) and `ctrax eval --render`
-// (an episode's frames, rl/render.h, as an animated GIF or a PNG strip). Every image is drawn by
+// (an episode's frames, rl/environments/render.h, as an animated GIF or a PNG strip). Every image is drawn by
 // the gnuplot program (Debian: gnuplot-nox), run on a generated script; ctrax writes no pixels
 // itself. What it is not for: interactive windows, or plotting anything but these two things
 // (run_gnuplot is the general entry point for another script).
@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include <ctrax/rl/render.h>
+#include <ctrax/rl/environments/render.h>
 
 namespace ctrax::tools {
 
@@ -64,7 +64,7 @@ struct MetricsTable {
 MetricsTable read_metrics_csv(const std::filesystem::path& path);
 
 struct PlotOptions {
-  // The x axis: the RL trainers' total environment steps (rl/agent.h).
+  // The x axis: the RL trainers' total environment steps (rl/agents/agent.h).
   std::string x_column = "n_interactions";
   // The curves per run. Empty: train/episode_return_mean, every eval*/return_mean and
   // confirm/return_mean column the file has (those present; at least one must be; files written
@@ -99,7 +99,7 @@ struct AnimationOptions {
   GnuplotOptions gnuplot;
 };
 
-// Writes `frames` (rl/render.h) to `output`: an animated GIF looping forever at `fps` frames per
+// Writes `frames` (rl/environments/render.h) to `output`: an animated GIF looping forever at `fps` frames per
 // second when it ends in .gif (GIF delays are whole hundredths of a second: 100/fps rounded, at
 // least 1), a PNG strip of frames when it ends in .png. Throws ctrax::Error for no frames, another
 // extension, fps not in (0, 100], frames whose view boxes differ in aspect ratio, and a shape

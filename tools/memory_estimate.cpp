@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include <ctrax/base/error.h>
-#include <ctrax/rl/env.h>
-#include <ctrax/rl/env_registry.h>
+#include <ctrax/rl/environments/env.h>
+#include <ctrax/rl/environments/env_registry.h>
 
 namespace ctrax::tools {
 

@@ -24,7 +24,7 @@ class Progress {
   // follows the steps).
   Progress(std::FILE* out, bool terminal, int64_t first_epoch, int64_t total_epochs, std::string eval_key,
            double plain_interval_seconds = 2.0, std::optional<int64_t> total_steps = std::nullopt);
-  // After each epoch, with its row (rl/agent.h) and the epoch number (1-based).
+  // After each epoch, with its row (rl/agents/agent.h) and the epoch number (1-based).
   void epoch(int64_t epoch, const Metrics& row, bool last);
   // Ends the live line (on a terminal) before something else is printed.
   void end_line();

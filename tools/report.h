@@ -4,9 +4,9 @@
 // "Deep RL at the Edge of the Statistical Precipice" (NeurIPS 2021; the rliable library): the
 // interquartile mean of the runs' scores and stratified bootstrap confidence intervals, the
 // fraction of runs solved, and steps and seconds to the target (median and interquartile range).
-// What it is not for: one run's episodes (rl/evaluation.h) or training (rl/agent.h).
+// What it is not for: one run's episodes (rl/learning/evaluation.h) or training (rl/agents/agent.h).
 //
-// A run's score is its final confirmation's 100-episode mean return (rl/agent.h): the one that
+// A run's score is its final confirmation's 100-episode mean return (rl/agents/agent.h): the one that
 // solved it, or the final policy's. Runs are read from their directories' metrics.csv and
 // config.toml alone, so a report never loads a network.
 #pragma once

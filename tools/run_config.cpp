@@ -18,10 +18,10 @@
 #include <ctrax/optim/rmsprop.h>
 #include <ctrax/optim/schedules.h>
 #include <ctrax/optim/sgd.h>
-#include <ctrax/rl/advantages.h>
-#include <ctrax/rl/env.h>
-#include <ctrax/rl/env_registry.h>
-#include <ctrax/rl/policy_models.h>
+#include <ctrax/rl/learning/advantages.h>
+#include <ctrax/rl/environments/env.h>
+#include <ctrax/rl/environments/env_registry.h>
+#include <ctrax/rl/agents/policy_models.h>
 
 #include "config.h"
 
@@ -225,9 +225,9 @@ RunConfig read_run_config(toml::table config, const std::string& file) {
   return c;
 }
 
-std::unique_ptr<RLTask> make_task(const RunConfig& c) { return std::make_unique<RLTask>(c.env, c.task); }
+TaskPtr make_task(const RunConfig& c) { return std::make_shared<RLTask>(c.env, c.task); }
 
-std::unique_ptr<Agent> make_agent(const RunConfig& c, RLTask& task, const std::filesystem::path& output_dir) {
+std::unique_ptr<Agent> make_agent(const RunConfig& c, TaskPtr task, const std::filesystem::path& output_dir) {
   const AlgorithmSpec* spec = find_algorithm(c.algorithm);
   CTRAX_REQUIRE(spec != nullptr, "make_agent: unknown algorithm \"", c.algorithm, "\"; known: ", join(algorithm_names()));
   AgentOptions agent = c.agent;
@@ -237,7 +237,7 @@ std::unique_ptr<Agent> make_agent(const RunConfig& c, RLTask& task, const std::f
   if (c.make_policy_model) n.policy.policy_model = c.make_policy_model();
   if (c.make_value_model) n.value.value_model = c.make_value_model();
   if (c.make_joint_model) n.joint.joint_model = c.make_joint_model();
-  return spec->make(task, agent, n, c.algorithm_options);
+  return spec->make(std::move(task), agent, n, c.algorithm_options);
 }
 
 }  // namespace ctrax::tools

@@ -24,11 +24,11 @@
 #include <optional>
 #include <string>
 
-#include <ctrax/rl/actor_critic.h>
-#include <ctrax/rl/actor_critic_joint.h>
-#include <ctrax/rl/agent.h>
-#include <ctrax/rl/policy_agent.h>
-#include <ctrax/rl/task.h>
+#include <ctrax/rl/agents/actor_critic.h>
+#include <ctrax/rl/agents/actor_critic_joint.h>
+#include <ctrax/rl/agents/agent.h>
+#include <ctrax/rl/agents/policy_agent.h>
+#include <ctrax/rl/learning/task.h>
 #include <toml++/toml.h>
 
 #include "algorithm_registry.h"
@@ -73,7 +73,7 @@ const OptionTable<RunConfig>& run_keys();
 RunConfig read_run_config(toml::table config, const std::string& file);
 
 // The task and the agent of a run; the agent writes to output_dir (empty: nothing).
-std::unique_ptr<RLTask> make_task(const RunConfig& config);
-std::unique_ptr<Agent> make_agent(const RunConfig& config, RLTask& task, const std::filesystem::path& output_dir);
+TaskPtr make_task(const RunConfig& config);
+std::unique_ptr<Agent> make_agent(const RunConfig& config, TaskPtr task, const std::filesystem::path& output_dir);
 
 }  // namespace ctrax::tools

@@ -4,7 +4,7 @@
 //                       written last when a run is created, so a directory without it is not a
 //                       run (a creation that failed half-way is never taken for one)
 //   config.toml         the resolved configuration (every default filled in)
-//   metrics.csv, metrics.jsonl, events.out.tfevents.*   one row per epoch (rl/agent.h,
+//   metrics.csv, metrics.jsonl, events.out.tfevents.*   one row per epoch (rl/agents/agent.h,
 //                       optim/metrics_tensorboard.h)
 //   checkpoints/        the agent's checkpoints (io/checkpoint.h)
 //   learning_curve.png  drawn at the end of train and resume when gnuplot is installed

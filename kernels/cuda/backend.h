@@ -1,11 +1,7 @@
 // Which implementation runs an op on the GPU: ctrax's hand-written CUDA kernels or NVIDIA's
-// cuDNN, chosen at run time per op.
-//
-// What it is for: comparing hand-written and vendor code on the same call (a benchmark flips
-// the backend and times the same tensor op or layer twice), and falling back to the vendor
-// library where it is faster. The choice is process-wide (not per thread), like
-// set_sgemm_version. Each op keeps its own checks and dtype rules; the backend only decides
-// which code computes the result:
+// cuDNN, chosen at run time per op and process-wide (like set_sgemm_version), so a benchmark can
+// time both on the same call and a run can use the vendor library where it is faster. Each op
+// keeps its own checks and dtype rules; the backend only decides which code computes the result:
 //   softmax     softmax, log_softmax (tensor/ops/softmax.cpp): cudnnSoftmaxForward on the
 //               rows once the axis is innermost, float32 and float64;
 //   activation  relu, tanh, sigmoid (tensor/ops/unary.cpp) on contiguous float32/float64
@@ -14,15 +10,9 @@
 //               BackwardData / BackwardFilter for the gradients.
 // Where cuDNN cannot take a call (another dtype, a strided input, an empty tensor, sizes beyond
 // cuDNN's int dimensions) the hand-written kernel runs, so selecting cuDNN never changes which
-// calls succeed. Backward passes of softmax and the activations are tensor ops as before.
-//
-// GEMM has its own, finer switch: the vendor choice there is
-// kernels::cuda::set_sgemm_version(kSgemmCublas) (kernels/cuda/gemm.h); float64 always uses
-// cuBLAS.
-//
-// What it is not for: the CPU (the CPU kernels are the reference and have no alternative here).
-// In every build: without cuDNN built in, or without a CUDA device, set_backend(op, cudnn)
-// throws and backend(op) stays handwritten.
+// calls succeed. GEMM has its own switch (kernels::cuda::set_sgemm_version, kernels/cuda/gemm.h;
+// float64 always uses cuBLAS). The CPU has no alternative here. In every build: without cuDNN or
+// a CUDA device, set_backend(op, cudnn) throws and backend(op) stays handwritten.
 #pragma once
 
 #include <string>

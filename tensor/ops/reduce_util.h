@@ -1,27 +1,11 @@
-// reduce_util: the loop machinery shared by every reduction (sum, max, argmax, var, ...).
-//
-// What it is for: turning "reduce x over these axes" into two plain loop shapes and running a
-// per-op policy over them, so that each reduction in reduce.cpp is only its arithmetic.
-//
-//   1. The axes are split into the kept ones (the output's axes, in order) and the reduced
-//      ones (in order). Each group is coalesced on its own: size-1 axes vanish and adjacent
-//      axes that form one run of memory merge. A contiguous tensor reduced over its trailing
-//      axes thus becomes "n_out outputs, each a contiguous run of n_red elements".
-//   2. Two loop shapes, chosen by where the unit stride is:
-//      - run mode: the innermost reduced axis has unit stride (or no axis has). Each output
-//        reduces its elements run by run; a run is handed to the policy in one call, so the
-//        policy can use a vectorisable multi-accumulator loop.
-//      - row mode: the innermost KEPT axis has unit stride and the reduced one does not (sum
-//        over axis 0 of a row-major matrix). Striding down columns would touch one element
-//        per cache line, so instead a tile of contiguous outputs keeps one accumulator each
-//        and whole rows are added in: acc[j] = step(acc[j], row[j]). The inner loop runs
-//        along memory and vectorises.
-//   Both modes visit the elements of one output in the row-major order of the reduced axes
-//   (argmax relies on it for "first maximum") and each output is computed by exactly one
-//   chunk of the thread pool, so results never depend on the thread count.
-//
-// What it is not for: reductions with more than one output per element (scans, softmax), and
-// axis validation messages of non-reduction ops.
+// reduce_util: the loop machinery shared by every reduction (sum, max, argmax, var, ...), so that
+// each reduction in reduce.cpp is only its arithmetic. Not for ops with more than one output per
+// element (scans, softmax). Kept and reduced axes are coalesced separately, then one of two loop
+// shapes runs: run mode (a unit-stride reduced axis: each output folds whole runs) or row mode (a
+// unit-stride kept axis: a tile of outputs adds whole rows). Why: docs/tour.md, "Reductions".
+// Both visit one output's elements in the row-major order of the reduced axes (argmax's "first
+// maximum" relies on it), and each output is computed by one chunk of the thread pool, so results
+// never depend on the thread count.
 //
 // A policy P provides:
 //   using In, Acc, Out;             element, accumulator and result types

@@ -9,8 +9,8 @@
 
 #include <ctrax/ctrax.h>
 #include <ctrax/optim/adafactor.h>
-#include <ctrax/rl/actor_critic.h>
-#include <ctrax/rl/actor_critic_joint.h>
+#include <ctrax/rl/agents/actor_critic.h>
+#include <ctrax/rl/agents/actor_critic_joint.h>
 
 #include "rl/agent_test_helpers.h"
 #include "test_util.h"
@@ -63,8 +63,8 @@ void check_close(const Metrics& gpu, const Metrics& cpu, const std::string& name
 }  // namespace
 
 TEST_CASE("CUDA training: PPO on CartPole on cuda:0 follows the CPU run and keeps its weights on the GPU") {
-  RLTask cpu_task("CartPole-v1", cartpole_task(7, 2));
-  RLTask gpu_task("CartPole-v1", cartpole_task(7, 2));
+  auto cpu_task = std::make_shared<RLTask>("CartPole-v1", cartpole_task(7, 2));
+  auto gpu_task = std::make_shared<RLTask>("CartPole-v1", cartpole_task(7, 2));
   PPO cpu(cpu_task, on(Device::cpu()), small_policy(5), training_value());
   PPO gpu(gpu_task, on(kGpu), small_policy(5), training_value());
   CHECK(gpu.device() == kGpu);
@@ -77,7 +77,7 @@ TEST_CASE("CUDA training: PPO on CartPole on cuda:0 follows the CPU run and keep
   // The first collection uses the initial weights: the same episodes (lengths, returns, steps).
   CHECK(gpu_1.at("train/episodes") == cpu_1.at("train/episodes"));
   CHECK(gpu.avg_returns().back() == cpu.avg_returns().back());
-  CHECK(gpu_task.n_interactions() == cpu_task.n_interactions());
+  CHECK(gpu_task->n_interactions() == cpu_task->n_interactions());
   for (const char* name : {"policy/loss", "value/loss", "policy/entropy"}) check_close(gpu_1, cpu_1, name, 1e-3);
 
   const Metrics cpu_2 = cpu.run(2);
@@ -104,12 +104,12 @@ TEST_CASE("CUDA training: PPO on CartPole on cuda:0 follows the CPU run and keep
 }
 
 TEST_CASE("CUDA training: PPOJoint and PolicyGradient train on cuda:0") {
-  RLTask task("CartPole-v1", cartpole_task(8, 2));
+  auto task = std::make_shared<RLTask>("CartPole-v1", cartpole_task(8, 2));
   PolicyGradient pg(task, on(kGpu, 2), small_policy(2));
   pg.run(1);
   check_on(pg.policy_trainer().weights(), kGpu, "PolicyGradient weights");
 
-  RLTask joint_task("CartPole-v1", cartpole_task(9, 2));
+  auto joint_task = std::make_shared<RLTask>("CartPole-v1", cartpole_task(9, 2));
   ActorCriticJointOptions joint;
   joint.joint_model = PolicyAndValue(2, tanh_mlp(8));
   joint.batch_size = 4;
@@ -127,11 +127,11 @@ TEST_CASE("CUDA training: checkpoints move between cuda:0 and the CPU") {
     // Saved on the GPU, restored on the CPU.
     AgentOptions a = on(kGpu, 2);
     a.output_dir = gpu_dir;
-    RLTask task("CartPole-v1", cartpole_task(11));
+    auto task = std::make_shared<RLTask>("CartPole-v1", cartpole_task(11));
     PPO saved(task, a, small_policy(), training_value());
     saved.run(1);
     a.device = Device::cpu();
-    RLTask task2("CartPole-v1", cartpole_task(11));
+    auto task2 = std::make_shared<RLTask>("CartPole-v1", cartpole_task(11));
     PPO restored(task2, a, small_policy(), training_value());
     CHECK(restored.epoch() == 1);
     check_on(restored.policy_trainer().weights(), Device::cpu(), "restored policy weights");
@@ -146,11 +146,11 @@ TEST_CASE("CUDA training: checkpoints move between cuda:0 and the CPU") {
     // Saved on the CPU, restored on the GPU.
     AgentOptions a = on(Device::cpu(), 2);
     a.output_dir = cpu_dir;
-    RLTask task("CartPole-v1", cartpole_task(12));
+    auto task = std::make_shared<RLTask>("CartPole-v1", cartpole_task(12));
     PPO saved(task, a, small_policy(), training_value());
     saved.run(1);
     a.device = kGpu;
-    RLTask task2("CartPole-v1", cartpole_task(12));
+    auto task2 = std::make_shared<RLTask>("CartPole-v1", cartpole_task(12));
     PPO restored(task2, a, small_policy(), training_value());
     CHECK(restored.epoch() == 1);
     check_on(restored.policy_trainer().weights(), kGpu, "restored policy weights");
@@ -167,7 +167,7 @@ TEST_CASE("CUDA training: checkpoints move between cuda:0 and the CPU") {
 }
 
 TEST_CASE("CUDA training: an optimizer without a CUDA update is refused by name") {
-  RLTask task("CartPole-v1", cartpole_task(13));
+  auto task = std::make_shared<RLTask>("CartPole-v1", cartpole_task(13));
   PolicyAgentOptions p = small_policy();
   p.policy_optimizer = std::make_shared<Adafactor>();
   test::check_error([&] { PolicyGradient(task, on(kGpu, 1), p); },

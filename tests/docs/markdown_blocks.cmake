@@ -6,7 +6,7 @@
 #
 # docs_parse_blocks(<markdown file> <prefix>) sets, in the caller's scope:
 #   <prefix>_COUNT          the number of fenced blocks (``` at the start of a line, to the next ```)
-#   <prefix>_<i>_INFO       block i's info string, e.g. "cpp" or "cpp excerpt rl/losses.cpp" (i from 1)
+#   <prefix>_<i>_INFO       block i's info string, e.g. "cpp" or "cpp excerpt rl/learning/losses.cpp" (i from 1)
 #   <prefix>_<i>_LINE       the line of its opening fence (1-based)
 #   <prefix>_<i>_BODY       the lines between the fences, each ending in "\n"
 # A block left open at the end of the file is an error (it would swallow the rest of the file).

@@ -1,4 +1,4 @@
-// The joint actor-critic agents (rl/actor_critic_joint.h): batch columns against hand-made
+// The joint actor-critic agents (rl/agents/actor_critic_joint.h): batch columns against hand-made
 // trajectories (returns, dones, rewards, actions, mask, old log-probs, padding), which epochs
 // the on- and off-policy algorithms sample, the stack wiring (the loss's value and advantage
 // metrics against the model's outputs computed here), acting, the metrics of each algorithm,
@@ -21,9 +21,9 @@
 #include <ctrax/layers/models.h>
 #include <ctrax/optim/adam.h>
 #include <ctrax/optim/schedules.h>
-#include <ctrax/rl/actor_critic_joint.h>
-#include <ctrax/rl/task.h>
-#include <ctrax/rl/trajectory.h>
+#include <ctrax/rl/agents/actor_critic_joint.h>
+#include <ctrax/rl/learning/task.h>
+#include <ctrax/rl/learning/trajectory.h>
 #include <ctrax/tensor/ops.h>
 
 #include "../io/temp_dir.h"
@@ -222,11 +222,11 @@ std::set<int64_t> check_batch(const ActorCriticJointAgent& agent, const Batch& b
 
 TEST_CASE("Joint agent batches carry the stored steps") {
   const double gamma = 0.5;
-  RLTask task("CartPole-v1", hand_task_options(gamma));
+  auto task = std::make_shared<RLTask>("CartPole-v1", hand_task_options(gamma));
   std::vector<Trajectory> epoch1;
   epoch1.push_back(hand_trajectory(1, 3, /*terminated=*/true, gamma));
   epoch1.push_back(hand_trajectory(2, 2, /*terminated=*/false, gamma));
-  task.add_trajectories(1, std::move(epoch1));
+  task->add_trajectories(1, std::move(epoch1));
   const std::map<int64_t, std::pair<int64_t, bool>> lengths{{1, {3, true}}, {2, {2, false}}};
 
   SUBCASE("slices of one step") {
@@ -253,12 +253,12 @@ TEST_CASE("Joint agent batches carry the stored steps") {
 
 TEST_CASE("Joint agent on-policy batches use the last epoch, AWRJoint every stored epoch") {
   const double gamma = 0.9;
-  RLTask task("CartPole-v1", hand_task_options(gamma));
+  auto task = std::make_shared<RLTask>("CartPole-v1", hand_task_options(gamma));
   std::vector<Trajectory> old_epoch, new_epoch;
   old_epoch.push_back(hand_trajectory(3, 4, false, gamma));
   new_epoch.push_back(hand_trajectory(1, 4, true, gamma));
-  task.add_trajectories(0, std::move(old_epoch));
-  task.add_trajectories(1, std::move(new_epoch));
+  task->add_trajectories(0, std::move(old_epoch));
+  task->add_trajectories(1, std::move(new_epoch));
   const std::map<int64_t, std::pair<int64_t, bool>> lengths{{1, {4, true}}, {3, {4, false}}};
 
   PPOJoint ppo(task, trajectories_per_epoch(1), small_options());
@@ -266,7 +266,7 @@ TEST_CASE("Joint agent on-policy batches use the last epoch, AWRJoint every stor
   ActorCriticJointOptions o = small_options();
   o.n_replay_epochs = 3;
   AWRJoint awr(task, trajectories_per_epoch(1), o);
-  CHECK(task.n_replay_epochs() == 3);
+  CHECK(task->n_replay_epochs() == 3);
   for (int64_t i = 0; i < 3; ++i) {
     CHECK(check_batch(ppo, ppo.batch(i), lengths, gamma) == std::set<int64_t>{1});
     CHECK(check_batch(a2c, a2c.batch(i), lengths, gamma) == std::set<int64_t>{1});
@@ -276,11 +276,11 @@ TEST_CASE("Joint agent on-policy batches use the last epoch, AWRJoint every stor
 
 TEST_CASE("Joint agent loss sees the model's values and the batch in Trax's stack order") {
   const double gamma = 0.8;
-  RLTask task("CartPole-v1", hand_task_options(gamma));
+  auto task = std::make_shared<RLTask>("CartPole-v1", hand_task_options(gamma));
   std::vector<Trajectory> epoch1;
   epoch1.push_back(hand_trajectory(1, 5, true, gamma));
   epoch1.push_back(hand_trajectory(2, 3, false, gamma));
-  task.add_trajectories(1, std::move(epoch1));
+  task->add_trajectories(1, std::move(epoch1));
   ActorCriticJointOptions o = small_options();
   o.max_slice_length = 2;
   PPOJoint agent(task, trajectories_per_epoch(1), o);
@@ -320,7 +320,7 @@ TEST_CASE("Joint agent loss sees the model's values and the batch in Trax's stac
 }
 
 TEST_CASE("Joint agent acts with the policy head") {
-  RLTask task("CartPole-v1", hand_task_options(0.99));
+  auto task = std::make_shared<RLTask>("CartPole-v1", hand_task_options(0.99));
   PPOJoint agent(task, trajectories_per_epoch(1), small_options());
   const Tensor obs = ctrax::from_vector(std::vector<float>{0.1f, -0.2f, 0.03f, 0.4f, -1.0f, 0.5f, 0.2f, -0.3f,
                                                            0.0f, 0.0f, 0.0f, 0.0f},
@@ -341,7 +341,7 @@ TEST_CASE("Joint agent epochs of each algorithm report their metrics") {
   RLTaskOptions t;
   t.n_envs = 2;
   t.key = Key(5);
-  RLTask task("CartPole-v1", t);
+  auto task = std::make_shared<RLTask>("CartPole-v1", t);
   ActorCriticJointOptions o = small_options();
   o.supervised_evals_per_epoch = 2;
   o.supervised_eval_steps = 2;
@@ -387,7 +387,7 @@ TEST_CASE("Joint agent with a Gaussian policy on Pendulum-v1") {
   t.n_envs = 2;
   t.max_steps = 20;
   t.key = Key(8);
-  RLTask task("Pendulum-v1", t);
+  auto task = std::make_shared<RLTask>("Pendulum-v1", t);
   ActorCriticJointOptions o = small_options();
   // Action space Box([1]): a Gaussian over [1] with a learned std per dimension, D = 2.
   o.distribution = std::make_shared<ctrax::Gaussian>(Shape{1}, 0.5, ctrax::LearnStd::separate);
@@ -407,7 +407,7 @@ TEST_CASE("Joint agent with a Gaussian policy on Pendulum-v1") {
 }
 
 TEST_CASE("Joint agent rejects bad options") {
-  RLTask task("CartPole-v1", hand_task_options(0.99));
+  auto task = std::make_shared<RLTask>("CartPole-v1", hand_task_options(0.99));
   const AgentOptions a = trajectories_per_epoch(1);
   auto with = [](auto change) {
     ActorCriticJointOptions o = small_options();
@@ -445,7 +445,7 @@ TEST_CASE("Joint agent rejects bad options") {
                        doctest::Contains("max_slice_length must be >= 1, got 0"), Error);
   CHECK_THROWS_WITH_AS(PPOJoint(task, a, with([](auto& o) { o.n_replay_epochs = -1; })),
                        doctest::Contains("n_replay_epochs must be >= 0, got -1"), Error);
-  // The agent's own options (rl/agent.h) are checked too.
+  // The agent's own options (rl/agents/agent.h) are checked too.
   CHECK_THROWS_WITH_AS(PPOJoint(task, AgentOptions{}, small_options()),
                        doctest::Contains("exactly one of n_trajectories_per_epoch and n_interactions_per_epoch"),
                        Error);
@@ -468,13 +468,13 @@ TEST_CASE("Joint agent rejects bad options") {
   CHECK_THROWS_WITH_AS(AWRJoint(task, a, small_options(), AWRJointOptions{.value_loss_coeff = -1}),
                        doctest::Contains("AWRJoint: value_loss_coeff must be finite and >= 0"), Error);
   // A rejected agent leaves the task's replay setting alone.
-  CHECK(task.n_replay_epochs() == 1);
+  CHECK(task->n_replay_epochs() == 1);
   CHECK_THROWS_AS(AWRJoint(task, a, with([](auto& o) {
                     o.n_replay_epochs = 4;
                     o.joint_model = joint_model(5);
                   })),
                   Error);
-  CHECK(task.n_replay_epochs() == 1);
+  CHECK(task->n_replay_epochs() == 1);
 }
 
 TEST_CASE("Joint agent resumes from its checkpoint") {
@@ -489,7 +489,7 @@ TEST_CASE("Joint agent resumes from its checkpoint") {
   o.train_steps_per_epoch = 4;
   o.seed = 9;
 
-  RLTask task1("CartPole-v1", t);
+  auto task1 = std::make_shared<RLTask>("CartPole-v1", t);
   PPOJoint first(task1, a, o);
   first.run(2);
   REQUIRE(first.epoch() == 2);
@@ -498,7 +498,7 @@ TEST_CASE("Joint agent resumes from its checkpoint") {
   // A new agent (different initial weights, to see them replaced) on a new task of the same
   // options restores the epoch, the histories, the weights, the optimizer's slots, the rng and
   // the step.
-  RLTask task2("CartPole-v1", t);
+  auto task2 = std::make_shared<RLTask>("CartPole-v1", t);
   ActorCriticJointOptions other = o;
   other.seed = 10;
   other.joint_model = joint_model();
@@ -522,7 +522,7 @@ TEST_CASE("Joint agent resumes from its checkpoint") {
   CHECK(second.trainer().step() == 12);
 
   // A checkpoint of another architecture is refused with the entry named.
-  RLTask task3("CartPole-v1", t);
+  auto task3 = std::make_shared<RLTask>("CartPole-v1", t);
   ActorCriticJointOptions wider = o;
   wider.joint_model = joint_model(2, 16);
   CHECK_THROWS_WITH_AS(PPOJoint(task3, a, wider), doctest::Contains("joint/weights"), Error);
@@ -548,7 +548,7 @@ TEST_CASE("Joint agent PPOJoint solves CartPole-v1") {
   t.n_eval_envs = 8;
   t.gamma = 0.9;
   t.key = Key(0);
-  RLTask task("CartPole-v1", t);
+  auto task = std::make_shared<RLTask>("CartPole-v1", t);
   AgentOptions a;
   a.n_interactions_per_epoch = 1024;
   a.n_eval_episodes = 8;

@@ -1,6 +1,6 @@
-// Advantage estimators and discounted returns (rl/advantages.h) against values computed by hand
+// Advantage estimators and discounted returns (rl/learning/advantages.h) against values computed by hand
 // (the arithmetic is written next to each expectation): plain rows, an episode boundary inside
-// a row, terminated against truncated ends laid out as rl/trajectory.h lays them out, the
+// a row, terminated against truncated ends laid out as rl/learning/trajectory.h lays them out, the
 // discount mask, margins, and bad inputs; plus identities that hold for any inputs.
 #include <doctest/doctest.h>
 
@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include <ctrax/rl/advantages.h>
+#include <ctrax/rl/learning/advantages.h>
 #include <ctrax/tensor/tensor.h>
 
 namespace {
@@ -103,7 +103,7 @@ TEST_CASE("Estimators across an episode boundary inside a row") {
 }
 
 TEST_CASE("Terminated ends do not bootstrap, truncated ends bootstrap from the final observation") {
-  // Two pieces of 3 steps laid out with margin 1 (rl/trajectory.h): entry 3 is the final
+  // Two pieces of 3 steps laid out with margin 1 (rl/learning/trajectory.h): entry 3 is the final
   // observation (mask 0, done true, value 7). Row 0 terminated after step 2, row 1 was
   // truncated there.
   AdvantageInputs in;

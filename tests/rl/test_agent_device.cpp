@@ -7,9 +7,9 @@
 
 #include <ctrax/ctrax.h>
 #include <ctrax/kernels/cuda/runtime.h>
-#include <ctrax/rl/actor_critic.h>
-#include <ctrax/rl/actor_critic_joint.h>
-#include <ctrax/rl/device_placement.h>
+#include <ctrax/rl/agents/actor_critic.h>
+#include <ctrax/rl/agents/actor_critic_joint.h>
+#include <ctrax/rl/agents/device_placement.h>
 
 #include "rl/agent_test_helpers.h"
 #include "test_util.h"
@@ -31,7 +31,7 @@ ActorCriticOptions device_test_value() {
 }  // namespace
 
 TEST_CASE("Agent device: cpu is the default and keeps every tensor on the CPU") {
-  RLTask task("CartPole-v1", cartpole_task(3));
+  auto task = std::make_shared<RLTask>("CartPole-v1", cartpole_task(3));
   PPO agent(task, collect_trajectories(2), small_policy(), device_test_value());
   CHECK(agent.device() == Device::cpu());
   agent.run(1);
@@ -45,7 +45,7 @@ TEST_CASE("Agent device: a GPU without a usable one is refused by every trainer,
   const std::string reason = kernels::cuda::unavailable_reason();
   AgentOptions a = collect_trajectories(1);
   a.device = Device::cuda(0);
-  RLTask task("CartPole-v1", cartpole_task(4));
+  auto task = std::make_shared<RLTask>("CartPole-v1", cartpole_task(4));
   test::check_error([&] { PolicyGradient(task, a, small_policy()); }, {"Agent: device cuda:0 cannot be used", reason});
   test::check_error([&] { PPO(task, a, small_policy(), device_test_value()); }, {"cuda:0", reason});
   test::check_error([&] { A2C(task, a, small_policy(), device_test_value()); }, {"cuda:0", reason});

@@ -1,5 +1,5 @@
-// The RL agents with a policy network (rl/policy_agent.h) and with separate policy and value
-// networks (rl/actor_critic.h): batch wiring checked against hand computations, shared-layer
+// The RL agents with a policy network (rl/agents/policy_agent.h) and with separate policy and value
+// networks (rl/agents/actor_critic.h): batch wiring checked against hand computations, shared-layer
 // copying, replay epochs, checkpoints, bad options, and fixed-seed convergence on CartPole
 // (REINFORCE on CartPole-v0 as Trax's own test; PPO on CartPole-v1).
 #include <doctest/doctest.h>
@@ -18,10 +18,10 @@
 #include <ctrax/ctrax.h>
 
 #include "rl/agent_test_helpers.h"
-#include <ctrax/rl/actor_critic.h>
-#include <ctrax/rl/actor_critic_joint.h>
-#include <ctrax/rl/agent.h>
-#include <ctrax/rl/policy_agent.h>
+#include <ctrax/rl/agents/actor_critic.h>
+#include <ctrax/rl/agents/actor_critic_joint.h>
+#include <ctrax/rl/agents/agent.h>
+#include <ctrax/rl/agents/policy_agent.h>
 
 using namespace ctrax;
 using namespace ctrax::test_rl;
@@ -47,8 +47,8 @@ ActorCriticOptions small_value() {
 TEST_CASE("PolicyGradient weights each step by its normalised return, padding excluded") {
   RLTaskOptions t = cartpole_task(3);
   t.initial_trajectories = 0;
-  RLTask task("CartPole-v1", t);
-  task.add_trajectories(1, {hand_trajectory(3, true, false, 0.99)});
+  auto task = std::make_shared<RLTask>("CartPole-v1", t);
+  task->add_trajectories(1, {hand_trajectory(3, true, false, 0.99)});
   PolicyAgentOptions p = small_policy();
   p.policy_batch_size = 2;
   p.max_slice_length = std::nullopt;  // whole trajectories: [2, 4] after padding 3 -> 4
@@ -71,9 +71,9 @@ TEST_CASE("PolicyGradient weights each step by its normalised return, padding ex
 TEST_CASE("Actor-critic policy batches: advantages from the value network, normalised over the steps") {
   RLTaskOptions t = cartpole_task(4);
   t.initial_trajectories = 0;
-  RLTask task("CartPole-v1", t);
+  auto task = std::make_shared<RLTask>("CartPole-v1", t);
   // A truncated piece of 5 steps: its last step bootstraps from the final observation.
-  task.add_trajectories(1, {hand_trajectory(5, false, true, 0.99)});
+  task->add_trajectories(1, {hand_trajectory(5, false, true, 0.99)});
   PolicyAgentOptions p = small_policy();
   p.policy_batch_size = 1;
   p.max_slice_length = std::nullopt;
@@ -85,7 +85,7 @@ TEST_CASE("Actor-critic policy batches: advantages from the value network, norma
   // Whole trajectory with margin 1: 5 steps + the final observation (one slice: no padding);
   // the batch keeps the first 6 - 1 = 5 entries.
   CHECK(b[0].shape() == Shape{1, 5, 4});
-  const Trajectory& traj = task.trajectories().at(1).front();
+  const Trajectory& traj = task->trajectories().at(1).front();
   const Tensor layout = traj.observations().reshape(Shape{1, 6, 4});
   const std::vector<double> values = agent.values(layout).to_vector<double>();
   // GAE(0.9) by hand over steps 0..4, bootstrapping from V(o_5).
@@ -117,8 +117,8 @@ TEST_CASE("Actor-critic value batches: targets V_target + A, scaled by 1 - gamma
   RLTaskOptions t = cartpole_task(5);
   t.initial_trajectories = 0;
   t.gamma = 0.9;
-  RLTask task("CartPole-v1", t);
-  task.add_trajectories(1, {hand_trajectory(3, true, false, 0.9)});
+  auto task = std::make_shared<RLTask>("CartPole-v1", t);
+  task->add_trajectories(1, {hand_trajectory(3, true, false, 0.9)});
   PolicyAgentOptions p = small_policy();
   p.max_slice_length = std::nullopt;
   ActorCriticOptions v = small_value();
@@ -128,7 +128,7 @@ TEST_CASE("Actor-critic value batches: targets V_target + A, scaled by 1 - gamma
   A2C agent(task, collect_trajectories(1), p, v);
   const Batch b = agent.value_batch(0);
   REQUIRE(b.size() == 3);
-  const Tensor layout = task.trajectories().at(1).front().observations().reshape(Shape{1, 4, 4});
+  const Tensor layout = task->trajectories().at(1).front().observations().reshape(Shape{1, 4, 4});
   const std::vector<double> values = agent.values(layout).to_vector<double>();  // already times 10
   const std::vector<double> targets = b[1].to_vector<double>();
   CHECK(targets[0] == doctest::Approx((1.0 + 0.9 * values[1]) / 10).epsilon(1e-4));
@@ -138,7 +138,7 @@ TEST_CASE("Actor-critic value batches: targets V_target + A, scaled by 1 - gamma
 }
 
 TEST_CASE("Actor-critic copies the shared layers both ways around value training") {
-  RLTask task("CartPole-v1", cartpole_task(6));
+  auto task = std::make_shared<RLTask>("CartPole-v1", cartpole_task(6));
   PolicyAgentOptions p = small_policy();
   p.policy_model = Serial({Dense(16), Tanh(), Dense(2)});
   ActorCriticOptions v = small_value();
@@ -167,16 +167,16 @@ TEST_CASE("Actor-critic copies the shared layers both ways around value training
 TEST_CASE("Actor-critic replay: on_policy batches come from the last epoch, off-policy from every stored one") {
   RLTaskOptions t = cartpole_task(7);
   t.initial_trajectories = 0;
-  RLTask task("CartPole-v1", t);
-  task.add_trajectories(1, {hand_trajectory(3, true, false, 0.99)});
-  task.add_trajectories(2, {hand_trajectory(6, true, false, 0.99)});
+  auto task = std::make_shared<RLTask>("CartPole-v1", t);
+  task->add_trajectories(1, {hand_trajectory(3, true, false, 0.99)});
+  task->add_trajectories(2, {hand_trajectory(6, true, false, 0.99)});
   PolicyAgentOptions p = small_policy();
   p.policy_batch_size = 16;
   p.max_slice_length = std::nullopt;
   ActorCriticOptions v = small_value();
   v.n_replay_epochs = 3;
   PPO on(task, collect_trajectories(1), p, v);
-  CHECK(task.n_replay_epochs() == 3);
+  CHECK(task->n_replay_epochs() == 3);
   // Only the 6-step trajectory: every row has 6 steps.
   const std::vector<double> mask = on.policy_batch(0)[4].to_vector<double>();
   double steps = 0;
@@ -192,7 +192,7 @@ TEST_CASE("Actor-critic replay: on_policy batches come from the last epoch, off-
 }
 
 TEST_CASE("Agents reject bad options with clear messages") {
-  RLTask task("CartPole-v1", cartpole_task(8));
+  auto task = std::make_shared<RLTask>("CartPole-v1", cartpole_task(8));
   PolicyAgentOptions p = small_policy();
   AgentOptions both = collect_trajectories(1);
   both.n_interactions_per_epoch = 10;
@@ -235,7 +235,7 @@ TEST_CASE("Agents reject bad options with clear messages") {
   CHECK_THROWS_WITH_AS(AWR(task, collect_trajectories(1), p, v, {.beta = 0}), doctest::Contains("beta"), Error);
   RLTaskOptions undiscounted = cartpole_task(9);
   undiscounted.gamma = 1.0;
-  RLTask task1("CartPole-v1", undiscounted);
+  auto task1 = std::make_shared<RLTask>("CartPole-v1", undiscounted);
   v.scale_value_targets = true;
   CHECK_THROWS_WITH_AS(PPO(task1, collect_trajectories(1), p, v), doctest::Contains("needs gamma < 1"), Error);
   CHECK_THROWS_WITH_AS(PolicyGradient(task, collect_trajectories(1), p).run(0),
@@ -247,14 +247,14 @@ TEST_CASE("Agent checkpoints: a new agent on the same directory continues from t
   AgentOptions a = collect_trajectories(2);
   a.output_dir = dir;
   a.n_eval_episodes = 1;
-  RLTask task("CartPole-v1", cartpole_task(10));
+  auto task = std::make_shared<RLTask>("CartPole-v1", cartpole_task(10));
   PPO first(task, a, small_policy(), small_value());
   first.run(2);
   CHECK(first.epoch() == 2);
   CHECK(fs::exists(dir / "metrics.csv"));
   CHECK(fs::exists(dir / "metrics.jsonl"));
 
-  RLTask task2("CartPole-v1", cartpole_task(10));
+  auto task2 = std::make_shared<RLTask>("CartPole-v1", cartpole_task(10));
   PPO second(task2, a, small_policy(), small_value());
   CHECK(second.epoch() == 2);
   CHECK(second.avg_returns() == first.avg_returns());
@@ -267,7 +267,7 @@ TEST_CASE("Agent checkpoints: a new agent on the same directory continues from t
   CHECK(second.epoch() == 3);
 
   // A checkpoint of another algorithm is refused, naming both.
-  RLTask task3("CartPole-v1", cartpole_task(10));
+  auto task3 = std::make_shared<RLTask>("CartPole-v1", cartpole_task(10));
   CHECK_THROWS_WITH_AS(PolicyGradient(task3, a, small_policy()),
                        doctest::Contains("holds a PPO agent, this is a PolicyGradient"), Error);
   // So is one of the same algorithm with another network.
@@ -283,7 +283,7 @@ TEST_CASE("PolicyGradient reaches 200 on CartPole-v0 (Trax's test) with a fixed 
   // of 200 within 200 epochs.
   RLTaskOptions t = cartpole_task(1);
   t.max_steps = 200;
-  RLTask task("CartPole-v0", t);
+  auto task = std::make_shared<RLTask>("CartPole-v0", t);
   PolicyAgentOptions p;
   p.policy_model = Policy(2, [] { return MLP({64, 64}, Relu, {.out_activation = true}); });
   p.policy_optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-2});
@@ -302,7 +302,7 @@ TEST_CASE("PolicyGradient reaches 200 on CartPole-v0 (Trax's test) with a fixed 
 
 TEST_CASE("PPO reaches an evaluation return of 195 on CartPole-v1 with a fixed seed") {
   RLTaskOptions t = cartpole_task(2, 8);
-  RLTask task("CartPole-v1", t);
+  auto task = std::make_shared<RLTask>("CartPole-v1", t);
   AgentOptions a;
   a.n_interactions_per_epoch = 2048;
   a.n_eval_episodes = 4;
@@ -327,7 +327,7 @@ TEST_CASE("PPO reaches an evaluation return of 195 on CartPole-v1 with a fixed s
     agent.run(1);
     ++epochs;
   }
-  MESSAGE("PPO reached ", agent.eval_returns().at(0.0).back(), " after ", epochs, " epochs, ", task.n_interactions(),
+  MESSAGE("PPO reached ", agent.eval_returns().at(0.0).back(), " after ", epochs, " epochs, ", task->n_interactions(),
           " environment steps");
   CHECK(agent.eval_returns().at(0.0).back() >= 195.0);
 }
@@ -338,7 +338,7 @@ namespace {
 // resumes in this process with a fresh task and agent and runs `second` more; returns the
 // resumed agent's task and agent (the caller compares them with an uninterrupted run).
 template <typename MakeAgent>
-std::pair<std::unique_ptr<RLTask>, std::unique_ptr<Agent>> resume_in_new_process(const MakeAgent& make,
+std::pair<TaskPtr, std::unique_ptr<Agent>> resume_in_new_process(const MakeAgent& make,
                                                                                   const fs::path& dir, int64_t first,
                                                                                   int64_t second) {
   const pid_t child = fork();
@@ -365,8 +365,8 @@ std::pair<std::unique_ptr<RLTask>, std::unique_ptr<Agent>> resume_in_new_process
 
 // PPO with an observation normaliser (collect-mode statistics) on 4 CartPoles, collecting by
 // interactions so that episodes run across epochs.
-std::pair<std::unique_ptr<RLTask>, std::unique_ptr<Agent>> make_ppo(const fs::path& dir) {
-  auto task = std::make_unique<RLTask>("CartPole-v1", cartpole_task(21, 4));
+std::pair<TaskPtr, std::unique_ptr<Agent>> make_ppo(const fs::path& dir) {
+  auto task = std::make_shared<RLTask>("CartPole-v1", cartpole_task(21, 4));
   AgentOptions a;
   a.n_interactions_per_epoch = 150;
   a.n_eval_episodes = 2;
@@ -375,12 +375,12 @@ std::pair<std::unique_ptr<RLTask>, std::unique_ptr<Agent>> make_ppo(const fs::pa
   p.policy_model = Policy(2, tanh_mlp(16), [] { return Normalize(); });
   ActorCriticOptions v = small_value();
   v.value_model = Value(tanh_mlp(16), [] { return Normalize(); });
-  auto agent = std::make_unique<PPO>(*task, a, p, v);
+  auto agent = std::make_unique<PPO>(task, a, p, v);
   return {std::move(task), std::move(agent)};
 }
 
-std::pair<std::unique_ptr<RLTask>, std::unique_ptr<Agent>> make_ppo_joint(const fs::path& dir) {
-  auto task = std::make_unique<RLTask>("Pendulum-v1", cartpole_task(22, 2));
+std::pair<TaskPtr, std::unique_ptr<Agent>> make_ppo_joint(const fs::path& dir) {
+  auto task = std::make_shared<RLTask>("Pendulum-v1", cartpole_task(22, 2));
   AgentOptions a;
   a.n_interactions_per_epoch = 120;
   a.n_eval_episodes = 1;
@@ -393,7 +393,7 @@ std::pair<std::unique_ptr<RLTask>, std::unique_ptr<Agent>> make_ppo_joint(const 
   j.train_steps_per_epoch = 3;
   j.max_slice_length = 8;
   j.seed = 4;
-  auto agent = std::make_unique<PPOJoint>(*task, a, j);
+  auto agent = std::make_unique<PPOJoint>(task, a, j);
   return {std::move(task), std::move(agent)};
 }
 
@@ -406,7 +406,7 @@ std::map<std::string, Tensor> saved_tensors(const fs::path& dir) {
 
 TEST_CASE("Agents resumed in a new process continue exactly as the uninterrupted run") {
   for (const auto& agent :
-       std::vector<std::pair<std::string, std::function<std::pair<std::unique_ptr<RLTask>, std::unique_ptr<Agent>>(
+       std::vector<std::pair<std::string, std::function<std::pair<TaskPtr, std::unique_ptr<Agent>>(
                                              const fs::path&)>>>{{"ppo", make_ppo}, {"ppo_joint", make_ppo_joint}}) {
     const std::string& name = agent.first;
     const auto& make = agent.second;
@@ -444,7 +444,7 @@ TEST_CASE("Agents resumed in a new process continue exactly as the uninterrupted
 TEST_CASE("Agents with only_eval collect for evaluation, store nothing and train nothing") {
   RLTaskOptions t = cartpole_task(30, 2);
   t.initial_trajectories = 0;
-  RLTask task("CartPole-v1", t);
+  auto task = std::make_shared<RLTask>("CartPole-v1", t);
   AgentOptions a = collect_trajectories(3);
   a.only_eval = true;
   a.n_eval_episodes = 1;
@@ -452,7 +452,7 @@ TEST_CASE("Agents with only_eval collect for evaluation, store nothing and train
   const Tree before = agent.policy_trainer().weights();
   const Metrics row = agent.run(2);
   CHECK(agent.epoch() == 2);
-  CHECK(task.trajectories().empty());
+  CHECK(task->trajectories().empty());
   CHECK(agent.policy_trainer().step() == 0);
   CHECK(agent.value_trainer().step() == 0);
   CHECK(bitwise_equal(before, agent.policy_trainer().weights()));
@@ -466,7 +466,7 @@ TEST_CASE("Agents with only_eval collect for evaluation, store nothing and train
 TEST_CASE("Agents: a value model's Normalize follows the collected observations as the policy's does") {
   // Both networks see the same observations while collecting (Mode::collect) and none while
   // evaluating, so after training their statistics are equal, and not the initial ones.
-  RLTask task("CartPole-v1", cartpole_task(31, 4));
+  auto task = std::make_shared<RLTask>("CartPole-v1", cartpole_task(31, 4));
   AgentOptions a;
   a.n_interactions_per_epoch = 100;
   a.n_eval_episodes = 2;

@@ -1,5 +1,5 @@
 // Checkpoints of the RL data side: Env::checkpoint_state for every built-in environment (under
-// TimeLimit and without), the wrappers of rl/wrappers.h, the vector environments, and
+// TimeLimit and without), the wrappers of rl/environments/wrappers.h, the vector environments, and
 // RLTask::export_state/import_state through a real checkpoint directory.
 //
 // Every "resumes" test has the same shape: play k steps, take the state, play m more steps
@@ -25,16 +25,16 @@
 #include <vector>
 
 #include <ctrax/io/checkpoint.h>
-#include <ctrax/rl/cartpole_vector_env.h>
-#include <ctrax/rl/env.h>
-#include <ctrax/rl/env_registry.h>
-#include <ctrax/rl/env_wrapper.h>
-#include <ctrax/rl/envs/acrobot.h>
-#include <ctrax/rl/task.h>
-#include <ctrax/rl/time_limit.h>
-#include <ctrax/rl/trajectory.h>
-#include <ctrax/rl/vector_env.h>
-#include <ctrax/rl/wrappers.h>
+#include <ctrax/rl/environments/cartpole_vector_env.h>
+#include <ctrax/rl/environments/env.h>
+#include <ctrax/rl/environments/env_registry.h>
+#include <ctrax/rl/environments/env_wrapper.h>
+#include <ctrax/rl/environments/classic_control/acrobot.h>
+#include <ctrax/rl/learning/task.h>
+#include <ctrax/rl/environments/time_limit.h>
+#include <ctrax/rl/learning/trajectory.h>
+#include <ctrax/rl/environments/vector_env.h>
+#include <ctrax/rl/environments/wrappers.h>
 #include <ctrax/tensor/ops.h>
 #include <ctrax/tensor/random.h>
 
@@ -311,7 +311,7 @@ TEST_CASE("Checkpoint state: environments without support throw CheckpointNotSup
   Ticker ticker;
   CHECK_THROWS_WITH_AS(ticker.checkpoint_state(),
                        doctest::Contains("Ticker: this environment does not support checkpoints; implement "
-                                         "checkpoint_state and restore_checkpoint_state (rl/env.h)"),
+                                         "checkpoint_state and restore_checkpoint_state (rl/environments/env.h)"),
                        CheckpointNotSupported);
   CHECK_THROWS_AS(ticker.restore_checkpoint_state({}), CheckpointNotSupported);
   // It is a ctrax::Error like any other.

@@ -1,4 +1,4 @@
-// CollectModel (rl/collect_model.h): the compiled collection step runs the policy's forward and
+// CollectModel (rl/agents/collect_model.h): the compiled collection step runs the policy's forward and
 // the action sampling as one plan that draws from each call's key. It equals act() followed by
 // the distribution's eager sample() bit for bit, and in steady state allocates only the two
 // copies it returns.
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include <ctrax/ctrax.h>
-#include <ctrax/rl/collect_model.h>
+#include <ctrax/rl/agents/collect_model.h>
 
 #include "test_util.h"
 

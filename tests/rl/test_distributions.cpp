@@ -1,4 +1,4 @@
-// Action distributions (rl/distributions.h): values against hand-computed references and
+// Action distributions (rl/learning/distributions.h): values against hand-computed references and
 // torch.distributions (tests/fixtures/distributions_golden.json, written by
 // tests/fixtures/torch_distributions.py), gradchecks of log_prob and entropy for every
 // distribution and std mode, sampling statistics with fixed keys, multi-dimensional events,
@@ -18,7 +18,7 @@
 #include <ctrax/autograd/grad.h>
 #include <ctrax/autograd/gradcheck.h>
 #include <ctrax/autograd/tape.h>
-#include <ctrax/rl/distributions.h>
+#include <ctrax/rl/learning/distributions.h>
 #include <ctrax/tensor/ops.h>
 #include <ctrax/tensor/random.h>
 

@@ -1,4 +1,4 @@
-// The built-in environments (rl/envs/, make_env) against Gymnasium, and the episode rules.
+// The built-in environments (rl/environments/classic_control/, make_env) against Gymnasium, and the episode rules.
 //
 // Fixture: tests/fixtures/gymnasium_envs.json, written by tests/fixtures/gymnasium_envs.py (run
 // by hand with pip-installed gymnasium). Each recorded episode is replayed twice:
@@ -24,12 +24,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include <ctrax/rl/env.h>
-#include <ctrax/rl/env_registry.h>
-#include <ctrax/rl/envs/acrobot.h>
-#include <ctrax/rl/envs/cartpole.h>
-#include <ctrax/rl/envs/mountain_car_continuous.h>
-#include <ctrax/rl/time_limit.h>
+#include <ctrax/rl/environments/env.h>
+#include <ctrax/rl/environments/env_registry.h>
+#include <ctrax/rl/environments/classic_control/acrobot.h>
+#include <ctrax/rl/environments/classic_control/cartpole.h>
+#include <ctrax/rl/environments/classic_control/mountain_car_continuous.h>
+#include <ctrax/rl/environments/time_limit.h>
 
 namespace {
 

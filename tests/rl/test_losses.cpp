@@ -1,4 +1,4 @@
-// The actor-critic losses and metrics (rl/losses.h): every value against a reference computed
+// The actor-critic losses and metrics (rl/learning/losses.h): every value against a reference computed
 // here in plain double loops (independent of the tensor ops), PPO clipping on both sides of
 // the ratio, AWR weight clipping, entropy terms, masks (garbage in padding changes nothing),
 // the joint advantage at done and not-done steps with and without normalisation, the value
@@ -16,8 +16,8 @@
 
 #include <ctrax/autograd/grad.h>
 #include <ctrax/autograd/gradcheck.h>
-#include <ctrax/rl/distributions.h>
-#include <ctrax/rl/losses.h>
+#include <ctrax/rl/learning/distributions.h>
+#include <ctrax/rl/learning/losses.h>
 #include <ctrax/tensor/ops.h>
 
 #include "../test_util.h"

@@ -1,4 +1,4 @@
-// Policy heads sized by their action space or distribution (rl/policy_models.h).
+// Policy heads sized by their action space or distribution (rl/agents/policy_models.h).
 #include <doctest/doctest.h>
 
 #include <ctrax/ctrax.h>

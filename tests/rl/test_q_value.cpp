@@ -1,4 +1,4 @@
-// Q-value baselines of the separate actor-critic agents and SamplingAWR (rl/actor_critic.h): state
+// Q-value baselines of the separate actor-critic agents and SamplingAWR (rl/agents/actor_critic.h): state
 // values aggregated over actions sampled from the current policy, value-batch targets, policy-batch
 // advantages Q - V, SamplingAWR's sample-major batches with and without reweighting, bad options,
 // short runs on CartPole-v1 and Pendulum-v1, and checkpoint resumption.
@@ -16,9 +16,9 @@
 #include <ctrax/ctrax.h>
 
 #include "rl/agent_test_helpers.h"
-#include <ctrax/rl/actor_critic.h>
-#include <ctrax/rl/agent.h>
-#include <ctrax/rl/policy_agent.h>
+#include <ctrax/rl/agents/actor_critic.h>
+#include <ctrax/rl/agents/agent.h>
+#include <ctrax/rl/agents/policy_agent.h>
 
 using namespace ctrax;
 using namespace ctrax::test_rl;
@@ -70,10 +70,10 @@ void check_finite(const Metrics& row) {
 }  // namespace
 
 TEST_CASE("Q-value state values aggregate Q over actions sampled from the current policy, by max or mean") {
-  RLTask task("CartPole-v1", empty_task(11));
-  task.add_trajectories(1, {hand_trajectory(5, false, true, 0.99)});
+  auto task = std::make_shared<RLTask>("CartPole-v1", empty_task(11));
+  task->add_trajectories(1, {hand_trajectory(5, false, true, 0.99)});
   PPO agent(task, collect_trajectories(1), small_policy(), small_q_value(4));
-  const Tensor obs = task.trajectories().at(1).front().observations().reshape(Shape{1, 6, 4});
+  const Tensor obs = task->trajectories().at(1).front().observations().reshape(Shape{1, 6, 4});
   const Key key(17);
   const Tensor actions = agent.sample_actions(obs, key);
   REQUIRE(actions.shape() == Shape{4, 1, 6});
@@ -113,9 +113,9 @@ TEST_CASE("Q-value state values aggregate Q over actions sampled from the curren
 TEST_CASE("Q-value value batches: Q(o_t, a_t) regresses to r_t + gamma V_target(o_t+1), V aggregated by max or mean") {
   for (const bool aggregate_max : {true, false}) {
     CAPTURE(aggregate_max);
-    RLTask task("CartPole-v1", empty_task(12, 0.9));
+    auto task = std::make_shared<RLTask>("CartPole-v1", empty_task(12, 0.9));
     // A truncated piece of 3 steps: its last step bootstraps from the final observation.
-    task.add_trajectories(1, {hand_trajectory(3, false, true, 0.9)});
+    task->add_trajectories(1, {hand_trajectory(3, false, true, 0.9)});
     PolicyAgentOptions p = small_policy();
     p.max_slice_length = std::nullopt;  // whole trajectories: 3 steps + the final observation
     ActorCriticOptions v = small_q_value(3);
@@ -131,7 +131,7 @@ TEST_CASE("Q-value value batches: Q(o_t, a_t) regresses to r_t + gamma V_target(
     CHECK(b[3].to_vector<double>() == std::vector<double>{1, 1, 1});
     // Before any training the frozen target network is the current one: V_target is state_values
     // on the batch's 4 entries with the batch's key (already times 1 / (1 - gamma) = 10).
-    const Tensor layout = task.trajectories().at(1).front().observations().reshape(Shape{1, 4, 4});
+    const Tensor layout = task->trajectories().at(1).front().observations().reshape(Shape{1, 4, 4});
     const std::vector<double> values =
         agent.state_values(layout, agent.value_sampling_key(0), aggregate_max).to_vector<double>();
     check_close(b[2].to_vector<double>(), {(1.0 + 0.9 * values[1]) / 10, (1.0 + 0.9 * values[2]) / 10,
@@ -139,8 +139,8 @@ TEST_CASE("Q-value value batches: Q(o_t, a_t) regresses to r_t + gamma V_target(
                 1e-4);
   }
   // A terminated piece does not bootstrap: the last target is r / scale.
-  RLTask task("CartPole-v1", empty_task(13, 0.9));
-  task.add_trajectories(1, {hand_trajectory(3, true, false, 0.9)});
+  auto task = std::make_shared<RLTask>("CartPole-v1", empty_task(13, 0.9));
+  task->add_trajectories(1, {hand_trajectory(3, true, false, 0.9)});
   PolicyAgentOptions p = small_policy();
   p.max_slice_length = std::nullopt;
   ActorCriticOptions v = small_q_value(2);
@@ -152,9 +152,9 @@ TEST_CASE("Q-value value batches: Q(o_t, a_t) regresses to r_t + gamma V_target(
 }
 
 TEST_CASE("Q-value policy batches: the estimator's advantages over the baseline mean_i Q(o, a_i) (Trax's)") {
-  RLTask task("CartPole-v1", empty_task(14));
+  auto task = std::make_shared<RLTask>("CartPole-v1", empty_task(14));
   // A truncated piece of 5 steps: its last step bootstraps from the final observation.
-  task.add_trajectories(1, {hand_trajectory(5, false, true, 0.99)});
+  task->add_trajectories(1, {hand_trajectory(5, false, true, 0.99)});
   PolicyAgentOptions p = small_policy();
   p.policy_batch_size = 1;
   p.max_slice_length = std::nullopt;
@@ -171,7 +171,7 @@ TEST_CASE("Q-value policy batches: the estimator's advantages over the baseline 
   CHECK(b[3].to_vector<double>()[2 * 4] == doctest::Approx(0.4));  // the stored dist_inputs of step 4
   // The baseline on all 6 entries with the batch's key, then GAE(0.9) by hand over steps 0..4,
   // bootstrapping from V(o_5).
-  const Tensor layout = task.trajectories().at(1).front().observations().reshape(Shape{1, 6, 4});
+  const Tensor layout = task->trajectories().at(1).front().observations().reshape(Shape{1, 6, 4});
   const std::vector<double> values =
       agent.state_values(layout, agent.policy_sampling_key(0), /*aggregate_max=*/false).to_vector<double>();
   std::vector<double> want(5);
@@ -194,9 +194,9 @@ TEST_CASE("Q-value policy batches: the estimator's advantages over the baseline 
 }
 
 TEST_CASE("Q-value policy batches with q_value_direct_advantages: Q(o, a) - mean_i Q(o, a_i) from the networks") {
-  RLTask task("CartPole-v1", empty_task(14));
+  auto task = std::make_shared<RLTask>("CartPole-v1", empty_task(14));
   // Two lengths, so that some slices are padded.
-  task.add_trajectories(1, {hand_trajectory(3, true, false, 0.99), hand_trajectory(6, false, true, 0.99)});
+  task->add_trajectories(1, {hand_trajectory(3, true, false, 0.99), hand_trajectory(6, false, true, 0.99)});
   PolicyAgentOptions p = small_policy();
   p.policy_batch_size = 8;
   p.max_slice_length = std::nullopt;
@@ -221,9 +221,9 @@ TEST_CASE("Q-value policy batches with q_value_direct_advantages: Q(o, a) - mean
 }
 
 TEST_CASE("Q-value SamplingAWR policy batches: sampled actions stacked sample-major, advantages Q - mean Q") {
-  RLTask task("CartPole-v1", empty_task(15));
+  auto task = std::make_shared<RLTask>("CartPole-v1", empty_task(15));
   // Two lengths, so that a batch of slices of different lengths holds padding.
-  task.add_trajectories(1, {hand_trajectory(3, true, false, 0.99), hand_trajectory(6, false, true, 0.99)});
+  task->add_trajectories(1, {hand_trajectory(3, true, false, 0.99), hand_trajectory(6, false, true, 0.99)});
   PolicyAgentOptions p = small_policy();
   p.policy_batch_size = 8;
   p.max_slice_length = std::nullopt;
@@ -297,7 +297,7 @@ TEST_CASE("Q-value SamplingAWR policy batches: sampled actions stacked sample-ma
 }
 
 TEST_CASE("Q-value agents reject bad options with clear messages") {
-  RLTask task("CartPole-v1", cartpole_task(16));
+  auto task = std::make_shared<RLTask>("CartPole-v1", cartpole_task(16));
   const PolicyAgentOptions p = small_policy();
   ActorCriticOptions v = small_q_value();
   v.q_value_n_samples = 0;
@@ -348,7 +348,7 @@ TEST_CASE("Q-value agents reject bad options with clear messages") {
 
 TEST_CASE("Q-value PPO and SamplingAWR run 3 epochs on CartPole-v1 with finite metrics") {
   {
-    RLTask task("CartPole-v1", cartpole_task(17, 2));
+    auto task = std::make_shared<RLTask>("CartPole-v1", cartpole_task(17, 2));
     AgentOptions a = collect_trajectories(4);
     a.n_eval_episodes = 1;
     ActorCriticOptions v = small_q_value(2);
@@ -361,7 +361,7 @@ TEST_CASE("Q-value PPO and SamplingAWR run 3 epochs on CartPole-v1 with finite m
     check_finite(row);
   }
   {
-    RLTask task("CartPole-v1", cartpole_task(18, 2));
+    auto task = std::make_shared<RLTask>("CartPole-v1", cartpole_task(18, 2));
     AgentOptions a = collect_trajectories(4);
     a.n_eval_episodes = 1;
     ActorCriticOptions v = small_q_value(4);
@@ -377,7 +377,7 @@ TEST_CASE("Q-value PPO and SamplingAWR run 3 epochs on CartPole-v1 with finite m
 }
 
 TEST_CASE("Q-value SamplingAWR runs 2 epochs on Pendulum-v1 with a Gaussian policy and continuous actions") {
-  RLTask task("Pendulum-v1", cartpole_task(19, 2));
+  auto task = std::make_shared<RLTask>("Pendulum-v1", cartpole_task(19, 2));
   AgentOptions a;
   a.n_interactions_per_epoch = 64;
   a.n_eval_episodes = 1;
@@ -402,10 +402,10 @@ TEST_CASE("Q-value agent checkpoints: a new SamplingAWR on the same directory co
   const fs::path dir = fresh_directory("resume");
   AgentOptions a = collect_trajectories(2);
   a.output_dir = dir;
-  RLTask task("CartPole-v1", cartpole_task(20));
+  auto task = std::make_shared<RLTask>("CartPole-v1", cartpole_task(20));
   SamplingAWR first(task, a, small_policy(), small_q_value());
   first.run(2);
-  RLTask task2("CartPole-v1", cartpole_task(20));
+  auto task2 = std::make_shared<RLTask>("CartPole-v1", cartpole_task(20));
   SamplingAWR second(task2, a, small_policy(), small_q_value());
   CHECK(second.epoch() == 2);
   CHECK(bitwise_equal(second.policy_trainer().weights(), first.policy_trainer().weights()));
@@ -417,7 +417,7 @@ TEST_CASE("Q-value agent checkpoints: a new SamplingAWR on the same directory co
   second.run(1);
   CHECK(second.epoch() == 3);
   // A checkpoint of AWR is not a SamplingAWR's.
-  RLTask task3("CartPole-v1", cartpole_task(20));
+  auto task3 = std::make_shared<RLTask>("CartPole-v1", cartpole_task(20));
   ActorCriticOptions v = small_q_value();
   CHECK_THROWS_WITH_AS(AWR(task3, a, small_policy(), v), doctest::Contains("holds a SamplingAWR agent, this is a AWR"),
                        Error);
@@ -429,7 +429,7 @@ TEST_CASE("Q-value SamplingAWR improves the evaluation return on CartPole-v1 wit
   // AWR on CartPole learns quickly but not monotonically, so the check is on the best of the first
   // 5 epochs against the first (an untrained policy balances about 9 steps). With these settings
   // seeds 2, 3 and 4 reach 500, 82 and 173 within 5 epochs.
-  RLTask task("CartPole-v1", cartpole_task(2, 8));
+  auto task = std::make_shared<RLTask>("CartPole-v1", cartpole_task(2, 8));
   AgentOptions a;
   a.n_interactions_per_epoch = 2048;
   a.n_eval_episodes = 4;
@@ -454,7 +454,7 @@ TEST_CASE("Q-value SamplingAWR improves the evaluation return on CartPole-v1 wit
   agent.run(5);
   const std::vector<double>& eval = agent.eval_returns().at(0.0);
   const double best = *std::max_element(eval.begin(), eval.end());
-  // The first evaluation follows the first epoch's training (rl/agent.h); the collection of that
+  // The first evaluation follows the first epoch's training (rl/agents/agent.h); the collection of that
   // epoch, by the untrained policy, is the baseline.
   MESSAGE("SamplingAWR: first collection ", agent.avg_returns().front(), ", eval returns best of 5 ", best);
   CHECK(agent.avg_returns().front() < 30.0);

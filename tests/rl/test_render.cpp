@@ -1,4 +1,4 @@
-// Rendering geometry (rl/render.h): each built-in environment's picture puts its parts where
+// Rendering geometry (rl/environments/render.h): each built-in environment's picture puts its parts where
 // the state says (the pole at angle theta, the car at its position, the acrobot's tip and the
 // pendulum's end where the kinematics put them), inside Gymnasium's view box, through wrappers;
 // and the errors for environments and states it cannot draw.
@@ -13,11 +13,11 @@
 #include <vector>
 
 #include <ctrax/base/error.h>
-#include <ctrax/rl/env.h>
-#include <ctrax/rl/env_registry.h>
-#include <ctrax/rl/envs/cartpole.h>
-#include <ctrax/rl/render.h>
-#include <ctrax/rl/time_limit.h>
+#include <ctrax/rl/environments/env.h>
+#include <ctrax/rl/environments/env_registry.h>
+#include <ctrax/rl/environments/classic_control/cartpole.h>
+#include <ctrax/rl/environments/render.h>
+#include <ctrax/rl/environments/time_limit.h>
 
 using ctrax::render::Circle;
 using ctrax::Env;

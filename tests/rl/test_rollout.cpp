@@ -1,4 +1,4 @@
-// Rollouts as CSV (rl/rollout.h): the number parser, actions from numbers, and the CSV itself
+// Rollouts as CSV (rl/environments/rollout.h): the number parser, actions from numbers, and the CSV itself
 // (layout, values equal to stepping the environment by hand, stopping at the episode's end).
 #include <doctest/doctest.h>
 
@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include <ctrax/rl/env.h>
-#include <ctrax/rl/env_registry.h>
-#include <ctrax/rl/rollout.h>
+#include <ctrax/rl/environments/env.h>
+#include <ctrax/rl/environments/env_registry.h>
+#include <ctrax/rl/environments/rollout.h>
 
 namespace {
 

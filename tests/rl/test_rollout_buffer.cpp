@@ -1,4 +1,4 @@
-// Rollout passes (rl/rollout_buffer.h, ActorCriticOptions::rollout_passes): the rows, their
+// Rollout passes (rl/learning/rollout_buffer.h, ActorCriticOptions::rollout_passes): the rows, their
 // advantages and targets against hand-computed values, minibatch coverage, per-minibatch
 // normalisation and the clipped value loss.
 #include <doctest/doctest.h>
@@ -148,7 +148,7 @@ TEST_CASE("RolloutValueLoss: the mean squared error, or with a clip the larger o
 TEST_CASE("Rollout passes: PPO trains on every row of its collection each pass and stops early on the KL") {
   RLTaskOptions t = cartpole_task(6, 4);
   t.initial_trajectories = 0;
-  RLTask task("CartPole-v1", t);
+  auto task = std::make_shared<RLTask>("CartPole-v1", t);
   AgentOptions a;
   a.n_interactions_per_epoch = 64;
   ActorCriticOptions v;
@@ -163,7 +163,7 @@ TEST_CASE("Rollout passes: PPO trains on every row of its collection each pass a
   CHECK(row.at("policy/passes_completed") == 3);
   CHECK(row.at("policy/early_stop") == 0);
 
-  RLTask task2("CartPole-v1", t);
+  auto task2 = std::make_shared<RLTask>("CartPole-v1", t);
   // Any change exceeds this KL. A step's KL is measured in its forward pass, before its update:
   // the first minibatch sees the behaviour policy itself (KL 0), the second the first update's
   // change, and ends the epoch.
@@ -175,7 +175,7 @@ TEST_CASE("Rollout passes: PPO trains on every row of its collection each pass a
   CHECK(row2.at("policy/passes_completed") == 0);
 
   auto refused = [&](ActorCriticOptions o, const char* message) {
-    RLTask other("CartPole-v1", t);
+    auto other = std::make_shared<RLTask>("CartPole-v1", t);
     CHECK_THROWS_WITH_AS(PPO(other, a, small_policy(), o), doctest::Contains(message), Error);
   };
   ActorCriticOptions o = v;

@@ -1,4 +1,4 @@
-// Spaces (rl/space.h): construction and its errors, sampling (in bounds, reproducible, every
+// Spaces (rl/environments/space.h): construction and its errors, sampling (in bounds, reproducible, every
 // value reachable, Gymnasium's choice of distribution per kind of bound), contains, printing
 // and equality.
 #include <doctest/doctest.h>
@@ -10,7 +10,7 @@
 #include <sstream>
 #include <vector>
 
-#include <ctrax/rl/space.h>
+#include <ctrax/rl/environments/space.h>
 #include <ctrax/tensor/random.h>
 
 namespace {

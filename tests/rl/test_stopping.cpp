@@ -1,4 +1,4 @@
-// Honest stopping (rl/agent.h): a routine evaluation only proposes a stop, a confirmation of
+// Honest stopping (rl/agents/agent.h): a routine evaluation only proposes a stop, a confirmation of
 // n_confirm_episodes episodes on seeds of its own decides it; the run ends with exactly the
 // confirmed policy, saved as the latest and the best checkpoint; budgets, checkpoint cadence and
 // learning-rate and clip-range annealing.
@@ -115,7 +115,7 @@ TEST_CASE("Stopping: a routine evaluation that spikes does not stop the run, the
   t.n_eval_envs = 1;
   t.initial_trajectories = 0;
   t.key = Key(11);
-  RLTask task([] { return std::make_unique<Coin>(0.5); }, t);
+  auto task = std::make_shared<RLTask>([] { return std::make_unique<Coin>(0.5); }, t);
   AgentOptions a = collect_trajectories(2);
   a.n_eval_episodes = 1;  // one episode: reaches 1.0 half the time
   a.target_return = 0.9;
@@ -153,27 +153,27 @@ TEST_CASE("Stopping: a confirmation depends on the epoch's seeds only and leaves
   t.n_eval_envs = 4;
   t.initial_trajectories = 0;
   t.key = Key(5);
-  RLTask task([] { return std::make_unique<Coin>(0.3); }, t);
+  auto task = std::make_shared<RLTask>([] { return std::make_unique<Coin>(0.3); }, t);
   AgentOptions a = collect_trajectories(2);
   a.n_confirm_episodes = 40;
   PolicyGradient agent(task, a, coin_policy());
-  const int64_t collections = task.n_collections();
+  const int64_t collections = task->n_collections();
   const Confirmation first = agent.confirm();
   const Confirmation again = agent.confirm();
-  CHECK(task.n_collections() == collections);
+  CHECK(task->n_collections() == collections);
   CHECK(first.summary.episodes == 40);
   CHECK(first.summary.return_mean == again.summary.return_mean);
   CHECK_FALSE(first.solved);  // no target
   // The routine evaluation's seeds differ: its episodes are not the confirmation's.
   const CollectStats routine = agent.evaluate(40, 0.0);
   CHECK(routine.returns != std::vector<double>(first.summary.episodes, 0.0));
-  CHECK(task.n_collections() == collections + 1);
+  CHECK(task->n_collections() == collections + 1);
 }
 
 TEST_CASE("Stopping: the run ends with the confirmed policy, saved bit for bit as the latest and the best") {
   const fs::path dir = fresh_directory("ctrax_stop_", "solved");
   Solver s = cartpole_solver(dir);
-  RLTask task("CartPole-v1", s.task);
+  auto task = std::make_shared<RLTask>("CartPole-v1", s.task);
   const auto rows = memory_sink(s.agent);
   PPO agent(task, s.agent, s.policy, s.value, s.ppo);
   agent.run(1000);
@@ -184,8 +184,8 @@ TEST_CASE("Stopping: the run ends with the confirmed policy, saved bit for bit a
   CHECK(confirmed.epoch == agent.epoch());
   CHECK(confirmed.summary.return_mean >= 475.0);
   CHECK(confirmed.summary.episodes == 100);
-  CHECK(task.n_interactions() < 60000);
-  MESSAGE("solved at epoch ", agent.epoch(), " after ", task.n_interactions(), " steps: ", describe(confirmed.summary));
+  CHECK(task->n_interactions() < 60000);
+  MESSAGE("solved at epoch ", agent.epoch(), " after ", task->n_interactions(), " steps: ", describe(confirmed.summary));
   // The last row is the confirming epoch's.
   CHECK(rows->rows().back().metrics.at("confirm/solved") == 1);
   CHECK(rows->rows().back().metrics.at("confirm/return_mean") == confirmed.summary.return_mean);
@@ -201,7 +201,7 @@ TEST_CASE("Stopping: the run ends with the confirmed policy, saved bit for bit a
     Solver r = cartpole_solver(dir);
     r.agent.read_only = true;
     r.agent.restore_from = CheckpointChoice::parse(which);
-    RLTask again("CartPole-v1", r.task);
+    auto again = std::make_shared<RLTask>("CartPole-v1", r.task);
     PPO restored(again, r.agent, r.policy, r.value, r.ppo);
     CHECK(restored.epoch() == agent.epoch());
     CHECK(restored.solved());
@@ -227,7 +227,7 @@ TEST_CASE("Stopping: the final epoch of a budget is confirmed, best is the best 
   a.output_dir = dir;
   const auto rows = memory_sink(a);
   {
-    RLTask task([] { return std::make_unique<Coin>(0.5); }, t);
+    auto task = std::make_shared<RLTask>([] { return std::make_unique<Coin>(0.5); }, t);
     PolicyGradient agent(task, a, coin_policy());
     agent.run(100);  // stops at max_epochs
     CHECK(agent.epoch() == 9);
@@ -257,7 +257,7 @@ TEST_CASE("Stopping: the final epoch of a budget is confirmed, best is the best 
     AgentOptions r = a;
     r.sinks.clear();
     r.restore_from = CheckpointChoice::parse("best");
-    RLTask task([] { return std::make_unique<Coin>(0.5); }, t);
+    auto task = std::make_shared<RLTask>([] { return std::make_unique<Coin>(0.5); }, t);
     PolicyGradient agent(task, r, coin_policy());
     const int64_t best_epoch = agent.epoch();
     const io::CheckpointDirectory latest(dir / "checkpoints", 2, io::CheckpointDirectory::Access::read_only);
@@ -273,7 +273,7 @@ TEST_CASE("Stopping: the final epoch of a budget is confirmed, best is the best 
 TEST_CASE("Stopping: a step budget ends the run at the epoch that reaches it, and options are checked") {
   RLTaskOptions t = cartpole_task(2, 2);
   t.initial_trajectories = 0;
-  RLTask task("CartPole-v1", t);
+  auto task = std::make_shared<RLTask>("CartPole-v1", t);
   AgentOptions a;
   a.n_interactions_per_epoch = 100;
   a.total_env_steps = 250;
@@ -286,13 +286,13 @@ TEST_CASE("Stopping: a step budget ends the run at the epoch that reaches it, an
   }());
   agent.run(50);
   CHECK(agent.epoch() == 3);  // 100, 200, 300 >= 250
-  CHECK(task.n_interactions() == 300);
+  CHECK(task->n_interactions() == 300);
   CHECK(agent.done());
   CHECK(agent.last_confirmation()->summary.episodes == 3);
   CHECK(agent.run(5).empty());  // done: nothing more runs
 
   auto refused = [&](AgentOptions o, const char* message) {
-    RLTask other("CartPole-v1", t);
+    auto other = std::make_shared<RLTask>("CartPole-v1", t);
     CHECK_THROWS_WITH_AS(PolicyGradient(other, o, small_policy()), doctest::Contains(message), Error);
   };
   AgentOptions o = collect_trajectories(1);
@@ -321,7 +321,7 @@ TEST_CASE("Stopping: the ci95_low statistic needs the interval's lower end to re
   t.n_eval_envs = 1;
   t.initial_trajectories = 0;
   t.key = Key(5);
-  RLTask task([] { return std::make_unique<Coin>(0.5); }, t);
+  auto task = std::make_shared<RLTask>([] { return std::make_unique<Coin>(0.5); }, t);
   AgentOptions a = collect_trajectories(2);
   a.n_confirm_episodes = 100;
   const Confirmation plain = PolicyGradient(task, a, coin_policy()).confirm();
@@ -337,7 +337,7 @@ TEST_CASE("Stopping: the ci95_low statistic needs the interval's lower end to re
 TEST_CASE("Annealing: learning rates and PPO's clip range fall linearly with the run's progress") {
   RLTaskOptions t = cartpole_task(4, 2);
   t.initial_trajectories = 0;
-  RLTask task("CartPole-v1", t);
+  auto task = std::make_shared<RLTask>("CartPole-v1", t);
   AgentOptions a;
   a.n_interactions_per_epoch = 100;
   a.total_env_steps = 400;
@@ -373,7 +373,7 @@ TEST_CASE("Checkpoints: an agent history tensor relabelled to another dtype, its
   AgentOptions a = collect_trajectories(1);
   a.output_dir = dir;
   {
-    RLTask task("CartPole-v1", t);
+    auto task = std::make_shared<RLTask>("CartPole-v1", t);
     PolicyGradient agent(task, a, small_policy());
     agent.run(2);
   }
@@ -384,7 +384,7 @@ TEST_CASE("Checkpoints: an agent history tensor relabelled to another dtype, its
   for (size_t i = 0; i < returns.size(); ++i) relabelled[i] = static_cast<int64_t>(returns[i]);
   c.tensors.at("agent/avg_returns") = from_vector(relabelled, Shape{static_cast<int64_t>(relabelled.size())});
   checkpoints.save(c.step, c.tensors, c.fields);  // a valid file: the checksum is the new contents'
-  RLTask task("CartPole-v1", t);
+  auto task = std::make_shared<RLTask>("CartPole-v1", t);
   CHECK_THROWS_WITH_AS(PolicyGradient(task, a, small_policy()),
                        doctest::Contains("tensor 'agent/avg_returns' is int64 [2], expected float64 [N]"), Error);
   fs::remove_all(dir);

@@ -1,4 +1,4 @@
-// Trajectories (rl/trajectory.h) and RLTask (rl/task.h): returns and layouts computed by hand,
+// Trajectories (rl/learning/trajectory.h) and RLTask (rl/learning/task.h): returns and layouts computed by hand,
 // slicing and padding, collection in CartPole with fixed policies (checked by replaying every
 // stored piece in a fresh CartPoleEnv) and in a countdown environment whose episode lengths are
 // known exactly (quotas per copy, max_steps continuation, time-limit truncation, eval), replay
@@ -14,10 +14,10 @@
 #include <set>
 #include <vector>
 
-#include <ctrax/rl/env.h>
-#include <ctrax/rl/env_registry.h>
-#include <ctrax/rl/task.h>
-#include <ctrax/rl/trajectory.h>
+#include <ctrax/rl/environments/env.h>
+#include <ctrax/rl/environments/env_registry.h>
+#include <ctrax/rl/learning/task.h>
+#include <ctrax/rl/learning/trajectory.h>
 #include <ctrax/tensor/tensor.h>
 
 namespace {

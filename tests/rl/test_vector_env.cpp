@@ -14,11 +14,11 @@
 #include <vector>
 
 #include <ctrax/kernels/parallel.h>
-#include <ctrax/rl/cartpole_vector_env.h>
-#include <ctrax/rl/envs/cartpole.h>
-#include <ctrax/rl/time_limit.h>
-#include <ctrax/rl/env_registry.h>
-#include <ctrax/rl/vector_env.h>
+#include <ctrax/rl/environments/cartpole_vector_env.h>
+#include <ctrax/rl/environments/classic_control/cartpole.h>
+#include <ctrax/rl/environments/time_limit.h>
+#include <ctrax/rl/environments/env_registry.h>
+#include <ctrax/rl/environments/vector_env.h>
 #include <ctrax/tensor/random.h>
 
 namespace {

@@ -1,4 +1,4 @@
-// Wrappers (rl/wrappers.h): RunningMeanStd against two-pass statistics and Gymnasium's merge
+// Wrappers (rl/environments/wrappers.h): RunningMeanStd against two-pass statistics and Gymnasium's merge
 // formula; each wrapper against values computed by hand from a scripted environment whose
 // observations, rewards and flags are fixed in advance and which records the actions it gets;
 // and the errors for misuse.
@@ -10,10 +10,10 @@
 #include <optional>
 #include <vector>
 
-#include <ctrax/rl/env.h>
-#include <ctrax/rl/env_registry.h>
-#include <ctrax/rl/vector_env.h>
-#include <ctrax/rl/wrappers.h>
+#include <ctrax/rl/environments/env.h>
+#include <ctrax/rl/environments/env_registry.h>
+#include <ctrax/rl/environments/vector_env.h>
+#include <ctrax/rl/environments/wrappers.h>
 #include <ctrax/tensor/random.h>
 
 namespace {

@@ -99,8 +99,8 @@ TEST_CASE("Run configs: every shipped configuration reads and builds its agent")
     const ctrax::tools::RunConfig c = read_run_config(parse_config_file(entry.path()), entry.path().string());
     CHECK(c.epochs >= 1);
     CHECK(c.target_eval_return.has_value());
-    std::unique_ptr<ctrax::RLTask> task = ctrax::tools::make_task(c);
-    std::unique_ptr<ctrax::Agent> agent = ctrax::tools::make_agent(c, *task, "");
+    ctrax::TaskPtr task = ctrax::tools::make_task(c);
+    std::unique_ptr<ctrax::Agent> agent = ctrax::tools::make_agent(c, task, "");
     CHECK(agent->name() == c.algorithm);
     // Every default is written back: the resolved configuration names the optimizer.
     CHECK(c.resolved.at_path(c.algorithm.ends_with("Joint") ? "joint.optimizer.name" : "policy.optimizer.name").is_string());
@@ -162,8 +162,8 @@ TEST_CASE("Run configs: Q-value baselines and SamplingAWR") {
   CHECK(sampling.options<ctrax::SamplingAWROptions>().beta == 0.5);
   CHECK(sampling.options<ctrax::SamplingAWROptions>().reweight);
   {
-    std::unique_ptr<ctrax::RLTask> task = ctrax::tools::make_task(sampling);
-    std::unique_ptr<ctrax::Agent> built = ctrax::tools::make_agent(sampling, *task, "");
+    ctrax::TaskPtr task = ctrax::tools::make_task(sampling);
+    std::unique_ptr<ctrax::Agent> built = ctrax::tools::make_agent(sampling, task, "");
     CHECK(built->name() == "SamplingAWR");
   }
   // PPO with a Q-value baseline on a continuous space: no vocabulary.
@@ -174,8 +174,8 @@ TEST_CASE("Run configs: Q-value baselines and SamplingAWR") {
   CHECK(ppo.value.q_value_n_samples == 3);
   CHECK_FALSE(ppo.value.q_value_aggregate_max);
   {
-    std::unique_ptr<ctrax::RLTask> task = ctrax::tools::make_task(ppo);
-    CHECK(ctrax::tools::make_agent(ppo, *task, "")->name() == "PPO");
+    ctrax::TaskPtr task = ctrax::tools::make_task(ppo);
+    CHECK(ctrax::tools::make_agent(ppo, task, "")->name() == "PPO");
   }
   CHECK_THROWS_WITH_AS(read("algorithm = \"SamplingAWR\"\n" + agent + "[value]\nq_value = false\n"),
                        doctest::Contains("value.q_value: SamplingAWR always uses a Q-network"), Error);
@@ -296,8 +296,8 @@ TEST_CASE("Run configs: compiled training steps give the eager run's checkpoints
       apply_overrides(table, {std::string("agent.compile=") + (compiled ? "true" : "false")});
       const ctrax::tools::RunConfig c = read_run_config(table, name);
       const fs::path dir = root / (std::string(name) + (compiled ? "_compiled" : "_eager"));
-      std::unique_ptr<ctrax::RLTask> task = ctrax::tools::make_task(c);
-      std::unique_ptr<ctrax::Agent> agent = ctrax::tools::make_agent(c, *task, dir);
+      ctrax::TaskPtr task = ctrax::tools::make_task(c);
+      std::unique_ptr<ctrax::Agent> agent = ctrax::tools::make_agent(c, task, dir);
       agent->run(2);
       agent->save();
       const auto checkpoint = ctrax::io::CheckpointDirectory(dir / "checkpoints").load_latest();

@@ -60,7 +60,7 @@ struct ClipOnlyOptions {
 
 class ClipOnlyPPO final : public ActorCriticAgent {
  public:
-  ClipOnlyPPO(RLTask& task, AgentOptions agent, PolicyAgentOptions policy, ActorCriticOptions value,
+  ClipOnlyPPO(TaskPtr task, AgentOptions agent, PolicyAgentOptions policy, ActorCriticOptions value,
               ClipOnlyOptions options)
       : ActorCriticAgent(task, std::move(agent), policy, std::move(value),
                          PPOLoss(policy_distribution(task, policy), options.clip, 0.0), {}) {}
@@ -156,8 +156,8 @@ TEST_CASE("A registered algorithm trains from a TOML config, and is listed and d
   CHECK(std::find(names.begin(), names.end(), "ClipOnlyPPO") != names.end());
   const tools::RunConfig c = read("algorithm = \"ClipOnlyPPO\"\n" + kSmall + "[clip_only_ppo]\nclip = 0.1\n");
   CHECK(c.options<ClipOnlyOptions>().clip == 0.1);
-  std::unique_ptr<RLTask> task = tools::make_task(c);
-  std::unique_ptr<Agent> agent = tools::make_agent(c, *task, "");
+  TaskPtr task = tools::make_task(c);
+  std::unique_ptr<Agent> agent = tools::make_agent(c, task, "");
   const Metrics row = agent->run(2);
   CHECK(agent->epoch() == 2);
   CHECK(std::isfinite(row.at("eval/return_mean")));

@@ -1,4 +1,4 @@
-// The environment registry (rl/env_registry.h): a user's environment registered once works
+// The environment registry (rl/environments/env_registry.h): a user's environment registered once works
 // where the built-ins do (make_env, make_vector_env, a TOML config, render_frame), and bad
 // registrations are refused.
 #include <doctest/doctest.h>
@@ -114,9 +114,9 @@ TEST_CASE("A registered environment trains from a TOML config") {
       "reach.toml");
   const tools::RunConfig config = tools::read_run_config(table, "reach.toml");
   CHECK(config.env == kId);
-  std::unique_ptr<RLTask> task = tools::make_task(config);
+  TaskPtr task = tools::make_task(config);
   CHECK(task->action_space().n() == 3);
-  std::unique_ptr<Agent> agent = tools::make_agent(config, *task, "");
+  std::unique_ptr<Agent> agent = tools::make_agent(config, task, "");
   const Metrics row = agent->run(2);
   CHECK(agent->epoch() == 2);
   CHECK(std::isfinite(row.at("eval/return_mean")));

@@ -15,9 +15,9 @@
 
 #include <ctrax/base/error.h>
 #include <ctrax/optim/metrics_log.h>
-#include <ctrax/rl/env.h>
-#include <ctrax/rl/env_registry.h>
-#include <ctrax/rl/render.h>
+#include <ctrax/rl/environments/env.h>
+#include <ctrax/rl/environments/env_registry.h>
+#include <ctrax/rl/environments/render.h>
 #include <ctrax/tensor/tensor.h>
 #include <gnuplot.h>
 

@@ -12,8 +12,8 @@
 
 #include <ctrax/kernels/gemm.h>
 #include <ctrax/kernels/parallel.h>
-#include <ctrax/rl/env_registry.h>
-#include <ctrax/rl/vector_env.h>
+#include <ctrax/rl/environments/env_registry.h>
+#include <ctrax/rl/environments/vector_env.h>
 #include <ctrax/tensor/random.h>
 
 #include "../config.h"
@@ -79,8 +79,8 @@ int bench() {
     config.agent.max_epochs.reset();
     config.agent.anneal_learning_rate = false;
     config.options<PPOOptions>().anneal_epsilon = false;
-    std::unique_ptr<RLTask> task = make_task(config);
-    std::unique_ptr<Agent> agent = make_agent(config, *task, "");
+    TaskPtr task = make_task(config);
+    std::unique_ptr<Agent> agent = make_agent(config, task, "");
     agent->run(1);  // warm-up: the first epoch allocates
     const int epochs = 5;
     const int64_t steps_before = task->n_interactions();

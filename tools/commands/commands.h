@@ -4,7 +4,7 @@
 // runs the command and stores the process's exit status in `status`. Bad input throws
 // ctrax::Error (ctrax.cpp prints it as one line on stderr and exits with 2).
 // run_cli(argc, argv) is the whole command line: tools/ctrax.cpp's main calls it, and so can a
-// program that registers environments of its own first (rl/env_registry.h), which then work in
+// program that registers environments of its own first (rl/environments/env_registry.h), which then work in
 // configs, `list`, `rollout` and `eval --render` like the built-ins.
 // What it is not for: library code; programs embedding ctrax call rl/ and tools/run_config.h.
 #pragma once

@@ -15,10 +15,10 @@
 
 #include <ctrax/io/atomic_file.h>
 #include <ctrax/base/error.h>
-#include <ctrax/rl/evaluation.h>
-#include <ctrax/rl/env.h>
-#include <ctrax/rl/env_registry.h>
-#include <ctrax/rl/render.h>
+#include <ctrax/rl/learning/evaluation.h>
+#include <ctrax/rl/environments/env.h>
+#include <ctrax/rl/environments/env_registry.h>
+#include <ctrax/rl/environments/render.h>
 
 #include "../gnuplot.h"
 #include "../run_config.h"
@@ -100,10 +100,10 @@ int eval(const EvalArgs& args) {
                   ": give a .gif (animation) or .png (strip of frames) file");
     CTRAX_REQUIRE(gnuplot_available(), "--render needs gnuplot (Debian: apt-get install gnuplot-nox)");
   }
-  std::unique_ptr<RLTask> task = make_task(config);
+  TaskPtr task = make_task(config);
   config.agent.read_only = true;
   config.agent.restore_from = choice;
-  std::unique_ptr<Agent> agent = make_agent(config, *task, dir);
+  std::unique_ptr<Agent> agent = make_agent(config, task, dir);
   CTRAX_REQUIRE(agent->epoch() > 0, args.run_dir, " holds no checkpoint to evaluate");
   const CollectStats stats = agent->evaluate(args.episodes, args.temperature, std::nullopt,
                                              task->evaluation_seed(kEvalCommandSeeds, args.seed));

@@ -5,8 +5,8 @@
 #include <string>
 
 #include <ctrax/base/error.h>
-#include <ctrax/rl/env.h>
-#include <ctrax/rl/env_registry.h>
+#include <ctrax/rl/environments/env.h>
+#include <ctrax/rl/environments/env_registry.h>
 
 #include "../config_reference.h"
 #include "../run_config.h"

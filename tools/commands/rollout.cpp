@@ -1,7 +1,7 @@
 // ctrax rollout ENV (--seed N | --state "a,b,c,d") (--actions "0,1,1" | --actions-file FILE)
 //                   [--max-episode-steps N]
 //
-// Plays an action sequence in a built-in environment and prints every step as CSV (rl/rollout.h:
+// Plays an action sequence in a built-in environment and prints every step as CSV (rl/environments/rollout.h:
 // step, observation, reward, terminated, truncated): for comparing ctrax's environments with
 // Gymnasium's step by step. The episode starts from reset(seed) (seed 0 by default) or, with
 // --state, from that internal state (each environment documents its layout, e.g. CartPole: x,
@@ -15,9 +15,9 @@
 #include <string>
 
 #include <ctrax/base/error.h>
-#include <ctrax/rl/env.h>
-#include <ctrax/rl/env_registry.h>
-#include <ctrax/rl/rollout.h>
+#include <ctrax/rl/environments/env.h>
+#include <ctrax/rl/environments/env_registry.h>
+#include <ctrax/rl/environments/rollout.h>
 
 #include "commands.h"
 

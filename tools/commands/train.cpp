@@ -32,7 +32,7 @@
 #include <ctrax/kernels/gemm.h>
 #include <ctrax/kernels/parallel.h>
 #include <ctrax/optim/metrics_tensorboard.h>
-#include <ctrax/rl/evaluation.h>
+#include <ctrax/rl/learning/evaluation.h>
 #include <ctrax/tensor/device.h>
 
 #include "../config.h"
@@ -89,7 +89,7 @@ double peak_resident_mib() {
 // requested. rewrite_config: save config.resolved to config.toml once the checkpoint is
 // restored (resume --epochs; a refused checkpoint leaves the file as it was).
 int train_until_done(const RunConfig& config, const fs::path& dir, bool rewrite_config = false) {
-  std::unique_ptr<RLTask> task = make_task(config);
+  TaskPtr task = make_task(config);
   RunConfig with_sinks = config;
   auto events = std::make_shared<TensorBoardMetricsSink>(dir);
   with_sinks.agent.sinks.push_back(events);
@@ -97,7 +97,7 @@ int train_until_done(const RunConfig& config, const fs::path& dir, bool rewrite_
   with_sinks.agent.background_checkpoints = true;
   std::unique_ptr<Agent> agent;
   try {
-    agent = make_agent(with_sinks, *task, dir);  // restores the chosen checkpoint, if any
+    agent = make_agent(with_sinks, task, dir);  // restores the chosen checkpoint, if any
   } catch (...) {
     // A refused checkpoint leaves the run directory as it was: no new event file.
     std::error_code ignored;
@@ -233,8 +233,8 @@ int train(TrainArgs args) {
   {
     // Options that only the agent checks (shared layers that do not fit, a model whose output
     // does not fit the action space, ...) are refused before the run directory exists.
-    std::unique_ptr<RLTask> probe_task = make_task(config);
-    make_agent(config, *probe_task, "");
+    TaskPtr probe_task = make_task(config);
+    make_agent(config, probe_task, "");
   }
   create_run_directory(dir, config);  // refuses a directory that holds a run, before writing
   return train_until_done(config, dir);

@@ -1,0 +1,144 @@
+// CollectModel and train_in_chunks: see collect_model.h.
+#include "collect_model.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+
+#include "../../autograd/tape.h"
+#include "../../base/error.h"
+
+namespace ctrax {
+
+CollectModel::CollectModel(const Trainer& trainer, std::string checkpoint_name, std::string who, Device device)
+    : trainer_(trainer),
+      checkpoint_name_(std::move(checkpoint_name)),
+      who_(std::move(who)),
+      device_(device),
+      state_(trainer.state()),
+      compiled_([this](const std::vector<Tensor>& in, Key key) { return forward(in, key); }, [&] {
+        CompileOptions o;
+        o.name = who_ + "'s collection forward";
+        o.enabled = trainer.options().compile;
+        return o;
+      }()) {}
+
+namespace {
+
+// [N, ...] -> [N, 1, ...]: one step of N sequences.
+Tensor one_step(const Tensor& t, const std::string& who) {
+  CTRAX_REQUIRE(t.rank() >= 1, who, ": inputs must be [N, ...], got ", to_string(t.shape()));
+  std::vector<int64_t> dims{t.shape()[0], 1};
+  for (int64_t i = 1; i < t.rank(); ++i) dims.push_back(t.shape()[i]);
+  return t.contiguous().reshape(Shape(dims));
+}
+
+}  // namespace
+
+std::vector<Tensor> CollectModel::forward(const std::vector<Tensor>& in, Key key) {
+  NoGradScope no_grad;
+  Stack inputs;
+  for (size_t k = 0; k <= n_more_; ++k) inputs.push_back(one_step(in[k], who_));
+  const Tree state = state_.with_leaves(std::span<const Tensor>(in).subspan(1 + n_more_));
+  const Mode mode = evaluating_ ? Mode::eval : Mode::collect;
+  LayerResult r = trainer_.model().apply(inputs, trainer_.weights(), state, Key(), mode);
+  std::vector<Tensor> out;
+  for (const Tensor& t : r.outputs) out.push_back(t.select(1, 0).contiguous());
+  n_outputs_ = out.size();
+  if (sampler_ != nullptr) out.push_back(sampler_->sample(out[0], key, temperature_));
+  if (mode == Mode::collect) {
+    for (const Tensor& t : r.state.leaves()) out.push_back(t);
+    new_state_structure_ = r.state;
+  }
+  return out;
+}
+
+const std::vector<Tensor>& CollectModel::run(const Tensor& observations, bool evaluating, const Stack& more, Key key) {
+  // Converted on the host first: float32 is what crosses to the device (once).
+  std::vector<Tensor> inputs{observations.to(DType::float32).to(device_)};
+  for (const Tensor& t : more) inputs.push_back(t.to(device_));
+  for (const Tensor& t : state_.leaves()) inputs.push_back(t);
+  evaluating_ = evaluating;
+  n_more_ = more.size();
+  // A plan reads the trainer's weight storages and bakes in the mode and the sampler.
+  const std::vector<Tensor>& out =
+      compiled_(inputs, key,
+                {trainer_.weights_generation(), evaluating ? 1u : 0u, reinterpret_cast<uintptr_t>(sampler_),
+                 std::bit_cast<uint64_t>(temperature_)});
+  const size_t n_results = n_outputs_ + (sampler_ != nullptr ? 1 : 0);
+  if (!evaluating) state_ = new_state_structure_.with_leaves(std::span<const Tensor>(out).subspan(n_results));
+  return out;
+}
+
+Stack CollectModel::act(const Tensor& observations, bool evaluating, const Stack& more) {
+  sampler_ = nullptr;
+  const std::vector<Tensor>& out = run(observations, evaluating, more, Key());
+  // Copies: the caller keeps them (a trajectory stores the distribution inputs) and the plan's
+  // buffers change on the next call.
+  Stack result;
+  for (size_t i = 0; i < n_outputs_; ++i) result.push_back(out[i].clone());
+  return result;
+}
+
+std::pair<Tensor, Tensor> CollectModel::act_and_sample(const Tensor& observations, bool evaluating,
+                                                       const Distribution& distribution, Key key, double temperature) {
+  if (!device_.is_cpu()) {  // the model on the device, the draws on the CPU (no plan on a GPU anyway)
+    const Tensor inputs = act(observations, evaluating)[0].to(Device::cpu());
+    return {distribution.sample(inputs, key, temperature), inputs};
+  }
+  sampler_ = &distribution;
+  temperature_ = temperature;
+  const std::vector<Tensor>& out = run(observations, evaluating, {}, key);
+  sampler_ = nullptr;
+  return {out[n_outputs_].clone(), out[0].clone()};
+}
+
+Stack CollectModel::outputs(const Tensor& observations) const {
+  NoGradScope no_grad;
+  return trainer_.model()
+      .apply({observations.to(DType::float32).to(device_)}, trainer_.weights(), state_, Key(), Mode::eval)
+      .outputs;
+}
+
+std::string CollectModel::tensor_name(const std::string& path) const {
+  return path.empty() ? checkpoint_name_ : checkpoint_name_ + "/" + path;
+}
+
+void CollectModel::export_state(std::map<std::string, Tensor>& tensors) const {
+  const std::vector<Tensor> leaves = state_.leaves();
+  const std::vector<std::string> paths = state_.paths();
+  for (size_t i = 0; i < leaves.size(); ++i) tensors.emplace(tensor_name(paths[i]), leaves[i]);
+}
+
+Tree CollectModel::checked_import(const io::Checkpoint& checkpoint) const {
+  const std::vector<Tensor> like = state_.leaves();
+  const std::vector<std::string> paths = state_.paths();
+  std::vector<Tensor> leaves;
+  for (size_t i = 0; i < like.size(); ++i) {
+    const Tensor& t = checkpoint.tensor(tensor_name(paths[i]));
+    CTRAX_REQUIRE(t.shape() == like[i].shape() && t.dtype() == like[i].dtype(), who_, ": checkpoint ",
+                  checkpoint.manifest_path.string(), ": collect state ", paths[i], " is ", dtype_name(t.dtype()),
+                  to_string(t.shape()), ", the model has ", dtype_name(like[i].dtype()), to_string(like[i].shape()));
+    leaves.push_back(t);
+  }
+  return state_.with_leaves(leaves);
+}
+
+Metrics train_in_chunks(Trainer& trainer, int64_t n_steps, int64_t n_evals, int64_t eval_steps,
+                        const std::string& prefix, const std::function<void()>& after_chunk) {
+  Metrics out;
+  if (n_steps == 0) return out;
+  const int64_t chunks = std::max<int64_t>(n_evals, 1);
+  Metrics train, eval;
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t steps = n_steps / chunks + (c < n_steps % chunks);
+    for (int64_t s = 0; s < steps; ++s) train = trainer.train_step(/*with_metrics=*/s + 1 == steps);
+    if (n_evals > 0) eval = trainer.evaluate(eval_steps);
+    if (after_chunk) after_chunk();
+  }
+  for (const auto& [name, value] : train) out[prefix + name] = value;
+  for (const auto& [name, value] : eval) out[prefix + name] = value;
+  return out;
+}
+
+}  // namespace ctrax

@@ -1,0 +1,100 @@
+// CollectModel: the network an RL agent acts with while it collects and evaluates.
+//
+// What it is for: the part that PolicyAgent (rl/agents/policy_agent.h) and ActorCriticJointAgent
+// (rl/agents/actor_critic_joint.h) share. Both act with their Trainer's model and current weights,
+// but keep their own copy of the model's state (a Normalize layer's running statistics):
+//   - collecting runs the model in Mode::collect, which updates the statistics (the
+//     observations seen so far are the ones to normalise by);
+//   - evaluating runs it in Mode::eval, which leaves them alone (evaluation episodes must not
+//     shift the normalisation the policy was trained with);
+//   - training (Mode::train) starts from the collected statistics (to_trainer) and never
+//     changes them, and the copy is taken back afterwards (from_trainer) to keep both identical.
+// The copy is part of the agent's checkpoint, under "<name>/<path>" ("<name>" alone for a
+// state that is one tensor). What it is not for: training, losses or the value network.
+//
+// Device: the model runs on `device`, where the trainer's weights are (AgentOptions::device);
+// inputs are moved there (one transfer each, none for inputs already there) and the outputs are
+// left there: the caller brings back what it needs.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "../../io/checkpoint.h"
+#include "../../layers/layer.h"
+#include "../../optim/trainer.h"
+#include "../learning/distributions.h"
+
+namespace ctrax {
+
+class CollectModel {
+ public:
+  // trainer must outlive this object; checkpoint_name e.g. "policy_collect_state"; who names
+  // the agent in error messages.
+  CollectModel(const Trainer& trainer, std::string checkpoint_name, std::string who, Device device = Device::cpu());
+  CollectModel(const CollectModel&) = delete;
+  CollectModel& operator=(const CollectModel&) = delete;
+
+  // One step for N environments: observations [N, ...] (any real dtype; converted to float32)
+  // run through the model as [N, 1, ...], followed by the further inputs `more` ([N, ...] each,
+  // e.g. a Q-network's actions; passed as [N, 1, ...] unconverted); returns every output with
+  // that length axis removed ([N, ...], contiguous, on the device). evaluating: Mode::eval (statistics
+  // unchanged), else Mode::collect. The forward runs compiled (tensor/compile.h) when the
+  // trainer's steps do: no tape, no allocation but the returned outputs.
+  Stack act(const Tensor& observations, bool evaluating, const Stack& more = {});
+  // act() for a policy whose first output is the distribution's inputs, followed by
+  // distribution.sample(inputs, key, temperature) on the CPU: {actions, distribution inputs}.
+  // On the CPU the sampling runs inside the compiled forward, drawing from each call's key;
+  // the results equal act() then sample() bit for bit.
+  std::pair<Tensor, Tensor> act_and_sample(const Tensor& observations, bool evaluating, const Distribution& distribution,
+                                           Key key, double temperature);
+  // How the compiled forward ran.
+  const CompileStats& compile_stats() const { return compiled_.stats(); }
+  // The model's outputs for observations [B, L, ...] in Mode::eval (statistics unchanged).
+  Stack outputs(const Tensor& observations) const;
+
+  const Tree& state() const { return state_; }
+  Device device() const { return device_; }
+  // Training starts from the collected statistics; the copy is refreshed after training.
+  void to_trainer(Trainer& trainer) const { trainer.set_state(state_); }
+  void from_trainer(const Trainer& trainer) { state_ = trainer.state(); }
+
+  void export_state(std::map<std::string, Tensor>& tensors) const;
+  // Checks every tensor's shape and dtype before changing anything; ctrax::Error naming the
+  // checkpoint, the path and both shapes otherwise.
+  Tree checked_import(const io::Checkpoint& checkpoint) const;
+  void set_state(Tree state) { state_ = std::move(state); }
+
+ private:
+  std::string tensor_name(const std::string& path) const;
+  // The forward on (observations, more..., state leaves...): the outputs, then in Mode::collect
+  // the new state's leaves.
+  std::vector<Tensor> forward(const std::vector<Tensor>& inputs, Key key);
+  const std::vector<Tensor>& run(const Tensor& observations, bool evaluating, const Stack& more, Key key);
+
+  const Trainer& trainer_;
+  std::string checkpoint_name_;
+  std::string who_;
+  Device device_;
+  Tree state_;
+  CompiledFunction compiled_;  // runs forward
+  bool evaluating_ = false;    // read by forward (part of the plan's guard)
+  // The sampling forward runs after outputs: read by forward, part of the plan's guard.
+  const Distribution* sampler_ = nullptr;
+  double temperature_ = 1.0;
+  size_t n_more_ = 0;
+  size_t n_outputs_ = 0;       // set by forward
+  Tree new_state_structure_;   // set by forward
+};
+
+// Trax's supervised part of an RL epoch for one network: n_steps training steps of `trainer`
+// spread as evenly as possible over max(n_evals, 1) chunks (the remainder in the first ones),
+// each chunk followed by an evaluation of eval_steps batches when n_evals > 0, then
+// after_chunk (if set). Returns the last training step's row (loss, metrics, learning_rate,
+// norms) with the last evaluation's loss and metrics in place of its own, every name prefixed
+// ("policy/loss"). Only the last step of a chunk computes the metric layers (the others' are
+// never read). Nothing when n_steps is 0.
+Metrics train_in_chunks(Trainer& trainer, int64_t n_steps, int64_t n_evals, int64_t eval_steps,
+                        const std::string& prefix, const std::function<void()>& after_chunk = {});
+
+}  // namespace ctrax

@@ -1,0 +1,127 @@
+// PolicyAgent: an Agent with a policy network trained by a supervised Trainer (Trax's
+// PolicyAgent / PolicyTrainer), and PolicyGradient, REINFORCE on top of it (Trax's
+// PolicyGradient, the seed's ExamplePolicyTrainer).
+//
+// What it is for: everything the policy-based trainers share: the policy network, its
+// distribution (create_distribution of the task's action space), acting, and the policy
+// Trainer (optim/trainer.h) with its optimizer, schedule and batch size. What it is not for:
+// value functions (rl/agents/actor_critic.h) or one network with two heads (rl/agents/actor_critic_joint.h).
+//
+// The policy model maps observations [B, L, ...] to distribution inputs [B, L, D] with
+// D = distribution().n_inputs(), e.g. Policy(D, body) of layers/models.h. Acting runs it on
+// [N, 1, ...] (the N current observations as slices of length 1; ctrax's policies see one
+// observation, not a history) in Mode::collect, which is when a Normalize layer updates its
+// statistics; evaluation runs in Mode::eval. The collect model's state is copied into the policy
+// Trainer before each training epoch (Trax does the same).
+//
+// PolicyGradient (REINFORCE). Each policy training step takes a batch of slices from the last
+// collected epoch, and weights each step's log-likelihood by its normalised return:
+//   A_t = (R_t - mean(R)) / (std(R) + 1e-5),   loss = -sum_t m_t A_t log pi(a_t | o_t) / sum_t m_t
+// with the mean and std over the batch's steps (m = 1) only. Trax's ExamplePolicyTrainer marks
+// padding with an action id of 0 (id_to_mask = 0) on shifted actions; ctrax's batches carry the
+// mask, which removes the padding without shifting actions.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "../../layers/layer.h"
+#include "../../optim/optimizer.h"
+#include "../../optim/schedules.h"
+#include "../../optim/trainer.h"
+#include "agent.h"
+#include "collect_model.h"
+#include "../learning/distributions.h"
+
+namespace ctrax {
+
+struct PolicyAgentOptions {
+  LayerPtr policy_model;                        // required: [B, L, ...] -> [B, L, D]
+  // The action distribution; default create_distribution(action space): Categorical for
+  // discrete spaces, Gaussian with a fixed std of 1 for Box spaces. Give e.g.
+  // Gaussian(shape, 0.5, LearnStd::separate) to learn the std. It must fit the action space.
+  DistributionPtr distribution;
+  // Default: Adam with Trax's multifactor schedule as its learning rate (the Trainer's default).
+  std::shared_ptr<Optimizer> policy_optimizer;
+  int64_t policy_batch_size = 64;               // >= 1 slices per batch
+  int64_t policy_train_steps_per_epoch = 500;   // >= 0
+  int64_t policy_evals_per_epoch = 1;           // >= 0: evaluations of the policy loss per epoch (metrics only)
+  int64_t policy_eval_steps = 1;                // >= 1: batches per such evaluation
+  std::optional<int64_t> max_slice_length = 1;  // >= 1; none: whole trajectories
+  uint64_t seed = 0;                            // the policy's initial weights and sampling
+};
+
+// options.distribution, or create_distribution(task.action_space()) when unset; throws
+// ctrax::Error when the given one does not fit the action space (kind, number of categories,
+// event shape).
+DistributionPtr policy_distribution(const RLTask& task, const PolicyAgentOptions& options);
+// The same for a task pointer (a subclass's initialiser list, before Agent checks it): throws
+// ctrax::Error for a null task.
+DistributionPtr policy_distribution(const TaskPtr& task, const PolicyAgentOptions& options);
+
+class PolicyAgent : public Agent {
+ public:
+  ~PolicyAgent() override;
+
+  const Distribution& distribution() const { return *distribution_; }
+  Trainer& policy_trainer() { return *policy_trainer_; }
+  const PolicyAgentOptions& policy_options() const { return policy_options_; }
+  // Distribution inputs [B, L, D] of the current policy for observations [B, L, ...] (Mode::eval),
+  // on the agent's device.
+  Tensor policy_outputs(const Tensor& observations) const;
+
+ protected:
+  // `loss` takes (distribution inputs, n_loss_inputs batch entries...); `metrics` the same.
+  // `batch` makes policy batch `index` (observations, loss inputs...).
+  PolicyAgent(TaskPtr task, AgentOptions agent_options, PolicyAgentOptions policy_options, LayerPtr loss,
+              std::map<std::string, LayerPtr> metrics, int n_loss_inputs, BatchStream batch);
+
+  // Actions and distribution inputs on the CPU (the policy runs on the device).
+  PolicyOutput act(const Tensor& observations, Key key, double temperature) override;
+  // Observations as the networks take them: float32 on the agent's device (converted on the
+  // host, then one transfer; none when they are there already).
+  Tensor observations_on_device(const Tensor& observations) const;
+  // Copies the collect state into the trainer, then trains policy_train_steps_per_epoch steps
+  // in policy_evals_per_epoch chunks, evaluating after each; returns "policy/<metric>" values
+  // of the last evaluation (or of the last step without evaluations).
+  Metrics train_policy();
+  // The two ends of any policy training: the collect model's statistics into the trainer and
+  // the learning-rate factor (Agent::learning_rate_factor) set; then the trainer's statistics
+  // back into the collect model. train_policy calls both.
+  void prepare_policy_training();
+  void finish_policy_training();
+  void export_state(std::map<std::string, Tensor>& tensors, io::ManifestFields& fields) const override;
+  void import_state(const io::Checkpoint& checkpoint) override;
+  // The observation signature of policy batches: [batch, length, ...observation shape].
+  Signature policy_signature(int64_t batch_size, int64_t length) const;
+
+ private:
+  PolicyAgentOptions policy_options_;
+  DistributionPtr distribution_;
+  std::unique_ptr<Trainer> policy_trainer_;
+  std::unique_ptr<CollectModel> collect_model_;  // acts; keeps the Normalize statistics of collection
+};
+
+// PolicyGradient's options by name: PolicyGradient pg(task, {.agent = {...}, .policy = policy}).
+struct PolicyGradientSetup {
+  AgentOptions agent;
+  PolicyAgentOptions policy;
+};
+
+class PolicyGradient final : public PolicyAgent {
+ public:
+  PolicyGradient(TaskPtr task, AgentOptions agent_options, PolicyAgentOptions policy_options);
+  PolicyGradient(TaskPtr task, PolicyGradientSetup setup)
+      : PolicyGradient(std::move(task), std::move(setup.agent), std::move(setup.policy)) {}
+  std::string name() const override { return "PolicyGradient"; }
+
+ protected:
+  Metrics train_epoch() override { return train_policy(); }
+
+ private:
+  // (observations, actions, weights) with the weights of the top of this file.
+  Batch policy_batch(int64_t index) const;
+};
+
+}  // namespace ctrax

@@ -1,0 +1,33 @@
+// Policy networks sized by their action space or distribution.
+//
+// What it is for: building the RL heads of layers/models.h (Policy, PolicyAndValue) without
+// counting their outputs by hand: the head gives the distribution's n_inputs() numbers, for
+// the distribution given, or for create_distribution(actions) (Categorical(n) for Discrete(n),
+// a Gaussian with a fixed std for a Box). Trax's Policy takes the distribution the same way,
+// and SB3 its action space. The int forms in layers/models.h stay for hand-made heads.
+#pragma once
+
+#include "../../layers/models.h"
+#include "../learning/distributions.h"
+#include "../environments/space.h"
+
+namespace ctrax {
+
+LayerPtr Policy(const Space& actions, LayerFactory body = nullptr, LayerFactory normalizer = nullptr,
+                double head_init_range = 0.0);
+LayerPtr Policy(const Space& actions, LayerFactory body, LayerFactory normalizer, const Initializer& head_init);
+LayerPtr Policy(const Distribution& distribution, LayerFactory body = nullptr, LayerFactory normalizer = nullptr,
+                double head_init_range = 0.0);
+LayerPtr Policy(const Distribution& distribution, LayerFactory body, LayerFactory normalizer,
+                const Initializer& head_init);
+
+LayerPtr PolicyAndValue(const Space& actions, LayerFactory body = nullptr, LayerFactory normalizer = nullptr,
+                        double head_init_range = 0.0, bool joint = true);
+LayerPtr PolicyAndValue(const Space& actions, LayerFactory body, LayerFactory normalizer,
+                        const Initializer& policy_head_init, const Initializer& value_head_init);
+LayerPtr PolicyAndValue(const Distribution& distribution, LayerFactory body = nullptr,
+                        LayerFactory normalizer = nullptr, double head_init_range = 0.0, bool joint = true);
+LayerPtr PolicyAndValue(const Distribution& distribution, LayerFactory body, LayerFactory normalizer,
+                        const Initializer& policy_head_init, const Initializer& value_head_init);
+
+}  // namespace ctrax
