@@ -259,8 +259,25 @@ class RLTask {
   void import_state(const io::Checkpoint& checkpoint, const std::string& prefix);
 
  private:
+  // Collection (task_collection.cpp): the two kinds, the keys of the next one, and one policy
+  // call with its checks (d: the collection's dist_inputs per copy, fixed by its first step).
+  struct CollectionKeys {
+    Key policy_key;
+    uint64_t reset_seed = 0;
+  };
+  CollectStats collect_training(const CollectPolicy& policy, const CollectOptions& options);
+  CollectStats collect_evaluation(const CollectPolicy& policy, const CollectOptions& options);
+  CollectionKeys next_collection_keys(const CollectOptions& options);
+  PolicyOutput policy_step(const CollectPolicy& policy, const Tensor& observations, Key collection_key, int64_t step,
+                           double temperature, int64_t& d, bool training);
   PolicyOutput checked_policy_output(PolicyOutput out, int64_t n);
   void store(int64_t epoch, std::vector<Trajectory> pieces);
+  // Checkpoints (task_checkpoint.cpp): the pieces of one stored epoch, and the environments'
+  // states restored all or nothing.
+  std::vector<Trajectory> import_epoch(const io::Checkpoint& checkpoint, const std::string& prefix, int64_t epoch,
+                                       int64_t n_dist_inputs) const;
+  bool restore_env_states(const io::Checkpoint& checkpoint, const std::string& prefix, bool has_env_state,
+                          bool has_eval_env_state);
 
   std::string env_name_;
   RLTaskOptions options_;
