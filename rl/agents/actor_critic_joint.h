@@ -1,56 +1,22 @@
-// Joint actor-critic agents: one network with a policy head and a value head, trained by one
-// Trainer on one loss (Trax's rl/actor_critic_joint.py): ActorCriticJointAgent and its
-// algorithms PPOJoint, A2CJoint and AWRJoint.
+// Joint actor-critic agents (Trax's rl/actor_critic_joint.py): one network with a policy head and
+// a value head, trained by one Trainer on one loss; ActorCriticJointAgent and its algorithms
+// PPOJoint, A2CJoint and AWRJoint. For a policy and a value sharing a body (PolicyAndValue of
+// rl/agents/policy_models.h), so that the value loss shapes the policy's features; not for separate
+// networks with a frozen target and GAE-style estimators (rl/agents/actor_critic.h) or pure
+// policy gradients (rl/agents/policy_agent.h).
 //
-// What it is for: actor-critic training where the policy and the value function share a body
-// (PolicyAndValue(n, body) of layers/models.h), so the value loss shapes the features the policy
-// uses. What it is not for: separate policy and value networks with a frozen target network and
-// GAE-style advantage estimators (rl/agents/actor_critic.h), or pure policy gradients
-// (rl/agents/policy_agent.h).
-//
-// The joint model maps observations [B, L, ...] to (dist_inputs [B, L, D], values [B, L]) with
-// D = distribution().n_inputs() (ActorCriticJointOptions::distribution, by default
-// create_distribution of the task's action space). Acting runs it on [N, 1, ...] like
-// PolicyAgent: Mode::collect while collecting for training (a Normalize layer updates its
-// statistics; the state is kept between calls), Mode::eval while the agent evaluates; only the
-// first output (the distribution inputs) is used.
-//
-// Batches (Trax's batches_stream). Batch i is batch_size slices of max_slice_length steps
-// (laid out with margin 1: one entry more, the final observation a cut piece bootstraps from,
-// which the batch then drops) drawn by RLTask::trajectory_batch with index
-// RLTask::policy_batch_index(i), from the last collected epoch for the on-policy algorithms
-// (PPOJoint, A2CJoint: Trax's epochs=[-1]) and from every stored epoch for AWRJoint (the task
-// keeps n_replay_epochs + 1 of them; the constructor sets n_replay_epochs on the task). It is
-//   (observations float32 [B, L, ...], returns R, dones d, rewards r, actions, old_log_probs, mask)
-// with old_log_probs = log pi_old(a | o), pi_old the stored distribution inputs of the policy
-// that acted (zeros, the uniform Categorical, for the random initial trajectories), computed
-// without gradient. The model consumes the observations and pushes (dist_inputs, values), so the
-// loss sees the 8 inputs of rl/learning/losses.h's joint losses (Trax's stack wiring):
-//   A = where(d, r, R) - where(d, 0, sg(V))   (then normalised when normalize_advantages)
-//   PPOJoint  -mean_m(min(rho A, clip(rho, 1 - eps, 1 + eps) A)) + c_v mean_m((R - V)^2) - c_e mean_m(H)
-//   A2CJoint  -mean_m(log pi(a|o) A)                            + c_v mean_m((R - V)^2) - c_e mean_m(H)
-//   AWRJoint  -mean_m(log pi(a|o) min(exp(A / beta), w_max))     + c_v mean_m((R - V)^2) - c_e mean_m(H)
-// with rho = exp(log pi(a|o) - old_log_probs), m the mask (see rl/learning/losses.h for how ctrax's masks
-// differ from Trax's). R is the lambda-return of return_lambda below: with the default 1, the
-// discounted return of the stored piece (rl/learning/trajectory.h) plus, for a piece cut by a time limit
-// or by the collector, the tail gamma^k V(o_T) from the network's current values.
-//
-// One training epoch: copy the collect model's state into the trainer; train
-// train_steps_per_epoch steps in supervised_evals_per_epoch chunks (spread as evenly as
-// possible), evaluating supervised_eval_steps batches after each chunk (metrics only); the
-// result is "joint/<metric>" of the last evaluation, or of the last step when
-// supervised_evals_per_epoch is 0 (which adds the step's learning_rate, gradients_l2 and
-// weights_l2). Metrics: loss, entropy, approximate_kl, clip_fraction (PPOJoint only),
-// log_prob_mean, advantage_mean, advantage_norm (both of the raw advantage), preferred_move,
-// value_loss (without its coefficient), explained_variance.
-//
-// Checkpoints (Agent's output directory): this class adds the trainer under "joint/" (weights,
-// state, optimizer slots, rng, step) and the collect state under "joint_collect_state/<path>";
-// the rest (epoch, returns, and whatever of the task is saved) is Agent's (rl/agents/agent.h).
-//
-// Trax's joint constructor also takes n_trajectories_per_epoch and output_dir: here they are
-// AgentOptions::n_trajectories_per_epoch (or n_interactions_per_epoch) and
-// AgentOptions::output_dir, next to the eval options Trax's joint agents lack.
+// The joint model maps observations [B, L, ...] to (dist_inputs [B, L, D], values [B, L]), D =
+// distribution().n_inputs(); acting uses the first output only, like PolicyAgent (Mode::collect
+// while collecting, Mode::eval while evaluating). Batches of batch_size slices of max_slice_length
+// steps come from the last epoch (PPOJoint, A2CJoint) or every stored one (AWRJoint) and feed the
+// joint losses of rl/learning/losses.h. An epoch trains train_steps_per_epoch steps in
+// supervised_evals_per_epoch chunks and returns "joint/<metric>" of the last evaluation (of the
+// last step, with its learning_rate, gradients_l2 and weights_l2, when there is none): loss,
+// entropy, approximate_kl, clip_fraction (PPOJoint only), log_prob_mean, advantage_mean and
+// advantage_norm (of the raw advantage), preferred_move, value_loss (without its coefficient),
+// explained_variance. Checkpoints add to Agent's the trainer under "joint/" (weights, state,
+// optimizer slots, rng, step) and the collect state under "joint_collect_state/<path>".
+// Design, batches, losses, differences from Trax: docs/algorithms.md, "Joint actor-critic".
 #pragma once
 
 #include <cstdint>
@@ -88,12 +54,9 @@ struct ActorCriticJointOptions {
   // AWRJoint (Trax's AWRJoint never normalises; its weights exp(A / beta) use A as it is).
   std::optional<bool> normalize_advantages;
   int64_t n_replay_epochs = 1;                  // >= 0: set on the task (RLTask::set_n_replay_epochs)
-  // The returns R of the loss are lambda-returns from the network's own values (no gradient):
-  // R_t = r_t + gamma ((1 - lambda) V_{t+1} + lambda R_{t+1}), R = 0 after a terminated step and
-  // R = V at the final observation of a truncated or cut piece. lambda = 1 (the default) is
-  // Trax's discounted return, except that a piece that did not terminate bootstraps from the
-  // value of its final observation (Gymnasium's truncation semantics; Trax's joint agents use
-  // the raw discounted rewards, which undervalues every step near a cut). In [0, 1].
+  // The loss's returns R: lambda-returns from the network's own values (no gradient), R = 0 after
+  // a terminated step, R = V at the final observation of a truncated or cut piece. In [0, 1]; 1 is
+  // the discounted return, bootstrapped at cuts (docs/algorithms.md, "Joint actor-critic").
   double return_lambda = 1.0;
   uint64_t seed = 0;                            // the initial weights and the trainer's rng
 };
@@ -112,8 +75,8 @@ class ActorCriticJointAgent : public Agent {
   // The model's (dist_inputs [B, L, D], values [B, L]) for observations [B, L, ...] with the
   // current weights and collect state, in Mode::eval.
   Stack joint_outputs(const Tensor& observations) const;
-  // Training batch `index` (see the top of this file): (observations, returns, dones, rewards,
-  // actions, old_log_probs, mask).
+  // Training batch `index`: (observations float32 [B, L, ...], returns, dones, rewards, actions,
+  // old_log_probs, mask), old_log_probs = log pi_old(a|o) (uniform for the random trajectories).
   Batch batch(int64_t index) const;
 
  protected:
@@ -173,7 +136,7 @@ struct JointSetup {
 };
 
 // Each constructor validates its options (ctrax::Error naming the option), builds the trainer and
-// restores the newest checkpoint of AgentOptions::output_dir, if any.
+// restores the checkpoint of AgentOptions::output_dir that restore_from chooses, if any.
 class PPOJoint final : public ActorCriticJointAgent {
  public:
   PPOJoint(TaskPtr task, AgentOptions agent_options, ActorCriticJointOptions options, PPOJointOptions ppo = {});

@@ -1,68 +1,22 @@
-// Agent: the RL training loop every trainer shares (Trax's rl/training.py Agent, formerly
-// RLTrainer).
+// Agent: the RL training loop every trainer shares (Trax's rl/training.py Agent). run(n) runs
+// epochs of: collect at temperature 1 into the task's replay epoch; train_epoch() (the subclass);
+// evaluate the policy just trained at each eval temperature; confirm; log one row of metrics
+// (phase "rl", step = epoch); save a checkpoint (every checkpoint_every epochs; always when solved
+// or final, and as the best when a confirmation beats every earlier one). Subclasses say how to
+// act and how to learn (rl/agents/policy_agent.h, actor_critic.h, actor_critic_joint.h). Not for
+// choosing hyperparameters (configs/) or running several agents at once in one process.
 //
-// What it is for: running epochs of "collect, train, evaluate (and confirm), log, save" around an RLTask
-// (rl/learning/task.h). Subclasses say how to act (act) and how to learn from the stored trajectories
-// (train_epoch); the policy-gradient, actor-critic and joint trainers are subclasses
-// (rl/agents/policy_agent.h, rl/agents/actor_critic.h, rl/agents/actor_critic_joint.h). What it is not for:
-// choosing hyperparameters (configs/) or running several agents at once.
-//
-// One epoch of run(n):
-//   1. epoch += 1; collect n_trajectories_per_epoch trajectories (or n_interactions_per_epoch
-//      steps) at temperature 1 into the task's replay epoch `epoch` (with only_eval, collect the
-//      same amount for evaluation without storing, and train nothing);
-//   2. train_epoch() (the subclass);
-//   3. the routine evaluation: n_eval_episodes episodes per eval temperature (0: the greedy
-//      action or the Gaussian mean) of the policy just trained;
-//   4. a confirmation (confirm()): n_confirm_episodes greedy episodes (the first eval
-//      temperature) on seeds that training and the routine evaluation never use, when the
-//      routine evaluation reaches target_return, and always in the run's final epoch (max_epochs
-//      or total_env_steps reached). The run is solved when a confirmation meets the target;
-//   5. one row of metrics (phase "rl", step = epoch), then the checkpoint (every
-//      checkpoint_every epochs, and always when the run is solved or final), and a copy of it
-//      as the best checkpoint when a confirmation beats every earlier one.
-// run(n) stops early once done(): solved, or max_epochs or total_env_steps reached.
-// Differences from Trax: Trax evaluates before training and its callers stop after training,
-// so the policy a run stops with is one training epoch past the one that scored (often worse);
-// here the evaluated policy is the one the epoch's checkpoint holds, and a stop needs the
-// confirmation, not one routine evaluation of a few episodes. Training is the same either way
-// (evaluations change no statistics and draw no random numbers training uses).
-//
-// Metrics of an epoch's row (absent when they do not apply; docs/algorithms.md lists them):
-//   train/episode_return_mean, train/episode_length_mean, train/episodes: the episodes that
-//     ended during this epoch's collection, whole (their steps in earlier epochs included);
-//   eval/return_mean, eval/return_std, eval/length_mean: the routine evaluation at temperature 0
-//     (eval_T<t>/... for another temperature t);
-//   confirm/return_mean, _std, _min, _median, _max, _ci95_low, _ci95_high, confirm/length_mean,
-//     confirm/episodes, confirm/solved (1 when it met the target): the confirmation;
-//   n_interactions, n_trajectories: totals so far (the initial random trajectories included);
-//   time/epoch_seconds: wall-clock since the previous row (so it includes the previous epoch's
-//     checkpoint and logging), with its parts time/collect_seconds, time/train_seconds,
-//     time/eval_seconds (routine and confirmation) and time/checkpoint_seconds (the previous
-//     epoch's save; in the background, its snapshot and any wait for it);
-//     time/env_steps_per_second: this epoch's collected steps / epoch_seconds;
-//   and whatever train_epoch returns (policy/..., value/...: losses, entropy, KL, ...).
-//
-// Device (AgentOptions::device): where the agent's networks live and train. The environments,
-// the task's replay buffer and the advantage estimators stay on the CPU. Per environment step the
-// observations of all copies move to the device once, the policy runs there, and its outputs
-// come back once (actions are sampled on the CPU from them, with the same random numbers as on
-// the CPU). Per training step each tensor of the batch moves to the device once; the loss, the
-// gradients and the optimizer's update run there. Checkpoints hold CPU copies, so a run saved on
-// one device resumes on another. A GPU needs a build with the CUDA backend, a usable GPU and an
-// optimizer with a CUDA update; the constructor throws ctrax::Error saying which is missing.
-//
-// Output directory (when set): metrics.jsonl and metrics.csv with the rows of every epoch, and
-// checkpoints/ (io/checkpoint.h) holding the agent (epoch, returns), the task (its replay buffer,
-// counters and the environments' states: RLTask::export_state under "task/") and whatever the
-// subclass exports (its networks, optimizer slots, rng and the collect model's statistics), and
-// checkpoints/best/ holding the best confirmed policy's checkpoint. A new Agent on a directory
-// with a checkpoint restores one (AgentOptions::restore_from: the newest, the best or a given
-// epoch) when its construction finishes (restore(), see below); given a task built
-// with the same options, the resumed run then continues exactly as the uninterrupted one would
-// (bit for bit, environments that support checkpoints; see rl/learning/task.h for those that do not).
-// The metric rows of later epochs are dropped (all of them when there is no checkpoint), and so
-// are the checkpoints of later epochs when the run continues from an older one.
+// Stopping: a routine evaluation that reaches target_return only proposes a stop; a confirmation
+// of n_confirm_episodes greedy episodes, on seeds that training and routine evaluations never use,
+// decides it. The run's final epoch (max_epochs or total_env_steps) is confirmed too. The policy
+// evaluated is the one the epoch's checkpoint holds.
+// Output directory: metrics.jsonl, metrics.csv, checkpoints/ (the agent's fields under "agent/",
+// the task's under "task/", the rest the subclass's) and checkpoints/best/. A new agent on a
+// directory with a checkpoint restores one (restore_from) when its construction finishes, and
+// with a task built alike continues bit for bit (for environments that support checkpoints:
+// rl/learning/task.h); later epochs' metric rows and checkpoints are dropped.
+// Epoch, metrics, devices, resuming, differences from Trax: docs/algorithms.md, "What every
+// trainer shares: the epoch".
 #pragma once
 
 #include <chrono>
@@ -102,10 +56,13 @@ struct AgentOptions {
   std::optional<int64_t> eval_max_steps;       // >= 1; default the task's max_steps
   bool only_eval = false;                      // collect for evaluation only, train nothing
   std::filesystem::path output_dir;            // empty: nothing is written
-  bool read_only = false;                      // restore from output_dir's newest checkpoint but
+  bool read_only = false;                      // restore from output_dir (restore_from's choice) but
                                                // write nothing there (evaluating a finished run)
   int checkpoints_to_keep = 2;                 // >= 1
   std::vector<std::shared_ptr<MetricsSink>> sinks;  // in addition to the output directory's files
+  // The environments, replay buffer and advantages stay on the CPU; checkpoints hold CPU copies.
+  // A GPU needs the CUDA backend, a usable GPU and optimizers with a CUDA update: the agent's
+  // constructor throws ctrax::Error saying which is missing.
   Device device = Device::cpu();               // the networks' device (see the top of this file)
   // Stopping (see the top of this file). With a target, n_eval_episodes must be >= 1.
   std::optional<double> target_return;         // finite; none: no early stop
@@ -117,19 +74,16 @@ struct AgentOptions {
   std::optional<int64_t> total_env_steps;      // >= 1: the run's budget of environment steps, the
                                                // initial random trajectories' included
   int64_t checkpoint_every = 1;                // >= 1 epochs between checkpoints
-  // Write each epoch's checkpoint on a thread of its own while the next epoch collects and
-  // trains (io::CheckpointDirectory::save_in_background): a save is mostly fsync waits. The
-  // next epoch waits for it before writing its metrics row, so a failed save still stops the
-  // run before another row is written; finish_saving() (or the destructor) waits for the last.
-  // `ctrax train` turns it on.
+  // Write each checkpoint on a thread of its own while the next epoch runs (save_in_background);
+  // the next row waits for it, so a failed save stops the run before another row is written.
+  // finish_saving() (or the destructor) waits for the last.
   bool background_checkpoints = false;
   CheckpointChoice restore_from;               // which checkpoint of output_dir to restore
-  // Linear annealing of every network's learning rate (the schedule's rate times 1 - progress(),
-  // set before each epoch's training, as Stable-Baselines3 anneals). Needs max_epochs or
-  // total_env_steps.
+  // Every network's learning rate times 1 - progress(), set before each epoch's training (SB3's
+  // linear annealing). Needs max_epochs or total_env_steps.
   bool anneal_learning_rate = false;
-  // Every network's training step runs compiled (TrainerOptions::compile, tensor/compile.h):
-  // the same results bit for bit, without the per-op overhead. false: eager.
+  // Training steps run compiled (TrainerOptions::compile): bit for bit the eager results, without
+  // the per-op overhead. false: eager.
   bool compile = true;
 };
 
@@ -219,12 +173,10 @@ class Agent {
   // subclass's; the agent's own fields start with "agent/").
   virtual void export_state(std::map<std::string, Tensor>& tensors, io::ManifestFields& fields) const = 0;
   virtual void import_state(const io::Checkpoint& checkpoint) = 0;
-  // Restores the chosen checkpoint of the output directory (AgentOptions::restore_from), if
-  // any; it finishes the agent's construction. Subclasses call it at the end of their
-  // constructors (when everything import_state needs exists), or are built with build_agent<A>,
-  // which calls it; run() and save() refuse an agent on which it never ran (which would
-  // otherwise start over silently on a directory with a checkpoint). Returns whether one was
-  // restored. Asking for the best or an epoch that does not exist throws ctrax::Error.
+  // Restores the checkpoint restore_from chooses, if any, and finishes construction: call it at
+  // the end of a subclass constructor, or build with build_agent<A>. run() and save() refuse an
+  // agent on which it never ran (rather than silently start over). Returns whether one was
+  // restored; a best or epoch checkpoint that does not exist throws ctrax::Error.
   bool restore();
   // True while run() plays evaluation episodes (act() then leaves statistics alone).
   bool evaluating() const { return evaluating_; }

@@ -1,20 +1,12 @@
-// CollectModel: the network an RL agent acts with while it collects and evaluates.
-//
-// What it is for: the part that PolicyAgent (rl/agents/policy_agent.h) and ActorCriticJointAgent
-// (rl/agents/actor_critic_joint.h) share. Both act with their Trainer's model and current weights,
-// but keep their own copy of the model's state (a Normalize layer's running statistics):
-//   - collecting runs the model in Mode::collect, which updates the statistics (the
-//     observations seen so far are the ones to normalise by);
-//   - evaluating runs it in Mode::eval, which leaves them alone (evaluation episodes must not
-//     shift the normalisation the policy was trained with);
-//   - training (Mode::train) starts from the collected statistics (to_trainer) and never
-//     changes them, and the copy is taken back afterwards (from_trainer) to keep both identical.
-// The copy is part of the agent's checkpoint, under "<name>/<path>" ("<name>" alone for a
-// state that is one tensor). What it is not for: training, losses or the value network.
-//
-// Device: the model runs on `device`, where the trainer's weights are (AgentOptions::device);
-// inputs are moved there (one transfer each, none for inputs already there) and the outputs are
-// left there: the caller brings back what it needs.
+// CollectModel: the network an RL agent acts with while it collects and evaluates, shared by
+// PolicyAgent (rl/agents/policy_agent.h) and ActorCriticJointAgent (rl/agents/actor_critic_joint.h).
+// It runs the Trainer's model with its current weights but keeps its own copy of the model's state
+// (a Normalize layer's statistics): collecting (Mode::collect) updates it, evaluating (Mode::eval)
+// leaves it alone, training starts from it (to_trainer) and hands it back (from_trainer). The copy
+// is part of the agent's checkpoint, under "<name>/<path>" ("<name>" alone for a state that is one
+// tensor). The model runs on `device`, where the trainer's weights are (AgentOptions::device):
+// inputs move there (once each, none for those already there) and outputs stay there. Not for
+// training, losses or the value network. Why: docs/algorithms.md, "Acting".
 #pragma once
 
 #include <map>
@@ -35,17 +27,15 @@ class CollectModel {
   CollectModel(const CollectModel&) = delete;
   CollectModel& operator=(const CollectModel&) = delete;
 
-  // One step for N environments: observations [N, ...] (any real dtype; converted to float32)
-  // run through the model as [N, 1, ...], followed by the further inputs `more` ([N, ...] each,
-  // e.g. a Q-network's actions; passed as [N, 1, ...] unconverted); returns every output with
-  // that length axis removed ([N, ...], contiguous, on the device). evaluating: Mode::eval (statistics
-  // unchanged), else Mode::collect. The forward runs compiled (tensor/compile.h) when the
-  // trainer's steps do: no tape, no allocation but the returned outputs.
+  // One step for N environments: observations [N, ...] (any real dtype; made float32) and the
+  // further inputs `more` ([N, ...] each, e.g. a Q-network's actions; unconverted) run as
+  // [N, 1, ...]; returns every output as [N, ...], contiguous, on the device. evaluating: Mode::eval
+  // (statistics unchanged), else Mode::collect. Runs compiled when the trainer's steps do
+  // (tensor/compile.h): no tape, no allocation but the returned outputs.
   Stack act(const Tensor& observations, bool evaluating, const Stack& more = {});
-  // act() for a policy whose first output is the distribution's inputs, followed by
-  // distribution.sample(inputs, key, temperature) on the CPU: {actions, distribution inputs}.
-  // On the CPU the sampling runs inside the compiled forward, drawing from each call's key;
-  // the results equal act() then sample() bit for bit.
+  // act() for a policy whose first output is the distribution's inputs, then
+  // distribution.sample(inputs, key, temperature) on the CPU: {actions, distribution inputs}, bit
+  // for bit act() then sample() (on the CPU the sampling runs inside the compiled forward).
   std::pair<Tensor, Tensor> act_and_sample(const Tensor& observations, bool evaluating, const Distribution& distribution,
                                            Key key, double temperature);
   // How the compiled forward ran.
@@ -87,13 +77,11 @@ class CollectModel {
   Tree new_state_structure_;   // set by forward
 };
 
-// Trax's supervised part of an RL epoch for one network: n_steps training steps of `trainer`
-// spread as evenly as possible over max(n_evals, 1) chunks (the remainder in the first ones),
-// each chunk followed by an evaluation of eval_steps batches when n_evals > 0, then
-// after_chunk (if set). Returns the last training step's row (loss, metrics, learning_rate,
-// norms) with the last evaluation's loss and metrics in place of its own, every name prefixed
-// ("policy/loss"). Only the last step of a chunk computes the metric layers (the others' are
-// never read). Nothing when n_steps is 0.
+// Trax's supervised part of an RL epoch for one network: n_steps steps of `trainer` spread evenly
+// over max(n_evals, 1) chunks (the remainder in the first), each followed by an evaluation of
+// eval_steps batches when n_evals > 0, then after_chunk (if set). Returns the last step's row with
+// the last evaluation's loss and metrics in place of its own, names prefixed ("policy/loss");
+// nothing when n_steps is 0. Only a chunk's last step computes the metric layers.
 Metrics train_in_chunks(Trainer& trainer, int64_t n_steps, int64_t n_evals, int64_t eval_steps,
                         const std::string& prefix, const std::function<void()>& after_chunk = {});
 

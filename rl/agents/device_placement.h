@@ -1,12 +1,10 @@
-// Where an RL agent's networks live (AgentOptions::device), and the few moves between that
-// device and the CPU that an agent makes.
-//
-// What it is for: the agents of rl/ keep their environments, replay buffer and advantage
-// estimators on the CPU and run their networks on AgentOptions::device. Per environment step the
-// observations cross to the device once and the policy's outputs come back once; per training
-// step each tensor of a batch crosses once (batch_to); checkpoints are written from CPU copies
-// and read back onto the agent's device (checkpoint_on). What it is not for: moving single
-// tensors (Tensor::to(Device)) or choosing the device (the caller's option).
+// Where an RL agent's networks live (AgentOptions::device), and the few moves between that device
+// and the CPU an agent makes: the environments, replay buffer and advantage estimators stay on the
+// CPU; per environment step the observations cross once and the policy's outputs come back once;
+// per training step each tensor of a batch crosses once (batch_to); checkpoints are written from
+// CPU copies and read back onto the agent's device (checkpoint_on). Not for moving single tensors
+// (Tensor::to(Device)) or choosing the device (the caller's option). Design: docs/algorithms.md,
+// "Devices".
 #pragma once
 
 #include <string>

@@ -1,25 +1,16 @@
 // PolicyAgent: an Agent with a policy network trained by a supervised Trainer (Trax's
-// PolicyAgent / PolicyTrainer), and PolicyGradient, REINFORCE on top of it (Trax's
-// PolicyGradient, the seed's ExamplePolicyTrainer).
+// PolicyAgent / PolicyTrainer), and PolicyGradient, REINFORCE on top of it (Trax's PolicyGradient
+// and ExamplePolicyTrainer). It holds what the policy-based trainers share: the policy network, its
+// distribution, acting, and the policy Trainer (optim/trainer.h) with its optimizer and batches.
+// Not for value functions (rl/agents/actor_critic.h) or one network with two heads
+// (rl/agents/actor_critic_joint.h).
 //
-// What it is for: everything the policy-based trainers share: the policy network, its
-// distribution (create_distribution of the task's action space), acting, and the policy
-// Trainer (optim/trainer.h) with its optimizer, schedule and batch size. What it is not for:
-// value functions (rl/agents/actor_critic.h) or one network with two heads (rl/agents/actor_critic_joint.h).
-//
-// The policy model maps observations [B, L, ...] to distribution inputs [B, L, D] with
-// D = distribution().n_inputs(), e.g. Policy(D, body) of layers/models.h. Acting runs it on
-// [N, 1, ...] (the N current observations as slices of length 1; ctrax's policies see one
-// observation, not a history) in Mode::collect, which is when a Normalize layer updates its
-// statistics; evaluation runs in Mode::eval. The collect model's state is copied into the policy
-// Trainer before each training epoch (Trax does the same).
-//
-// PolicyGradient (REINFORCE). Each policy training step takes a batch of slices from the last
-// collected epoch, and weights each step's log-likelihood by its normalised return:
-//   A_t = (R_t - mean(R)) / (std(R) + 1e-5),   loss = -sum_t m_t A_t log pi(a_t | o_t) / sum_t m_t
-// with the mean and std over the batch's steps (m = 1) only. Trax's ExamplePolicyTrainer marks
-// padding with an action id of 0 (id_to_mask = 0) on shifted actions; ctrax's batches carry the
-// mask, which removes the padding without shifting actions.
+// The policy model maps observations [B, L, ...] to distribution inputs [B, L, D], D =
+// distribution().n_inputs() (e.g. Policy(task.action_space(), body), rl/agents/policy_models.h).
+// Acting runs it on the N current observations as [N, 1, ...] (one observation, no history) in
+// Mode::collect, which updates Normalize statistics; evaluation runs in Mode::eval. The collect
+// state is copied into the policy Trainer before each training epoch.
+// Design, REINFORCE's loss, differences from Trax: docs/algorithms.md, "PolicyGradient".
 #pragma once
 
 #include <cstdint>
@@ -109,6 +100,8 @@ struct PolicyGradientSetup {
   PolicyAgentOptions policy;
 };
 
+// REINFORCE: loss -sum_t m_t A_t log pi(a_t|o_t) / sum_t m_t on slices of the last collected
+// epoch, A the normalised returns.
 class PolicyGradient final : public PolicyAgent {
  public:
   PolicyGradient(TaskPtr task, AgentOptions agent_options, PolicyAgentOptions policy_options);
@@ -120,7 +113,8 @@ class PolicyGradient final : public PolicyAgent {
   Metrics train_epoch() override { return train_policy(); }
 
  private:
-  // (observations, actions, weights) with the weights of the top of this file.
+  // (observations, actions, weights m_t A_t / sum_t m_t), A_t = (R_t - mean(R)) / (std(R) + 1e-5)
+  // with the mean and std over the batch's real steps (m = 1).
   Batch policy_batch(int64_t index) const;
 };
 

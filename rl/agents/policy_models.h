@@ -1,10 +1,9 @@
-// Policy networks sized by their action space or distribution.
-//
-// What it is for: building the RL heads of layers/models.h (Policy, PolicyAndValue) without
-// counting their outputs by hand: the head gives the distribution's n_inputs() numbers, for
-// the distribution given, or for create_distribution(actions) (Categorical(n) for Discrete(n),
-// a Gaussian with a fixed std for a Box). Trax's Policy takes the distribution the same way,
-// and SB3 its action space. The int forms in layers/models.h stay for hand-made heads.
+// Policy networks sized by their action space or distribution: the RL heads of layers/models.h
+// (Policy, PolicyAndValue) with the distribution's n_inputs() outputs, for the distribution given
+// or for create_distribution(actions) (Categorical(n) for Discrete(n), a Gaussian with a fixed std
+// for a Box), so that nobody counts outputs by hand (Trax's Policy takes the distribution the same
+// way, SB3 its action space). The other arguments are those of the int forms in layers/models.h,
+// which stay for hand-made heads.
 #pragma once
 
 #include "../../layers/models.h"
