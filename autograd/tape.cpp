@@ -75,6 +75,13 @@ struct GradientTape::Buffers {
     in_grads.clear();
     needs.clear();
   }
+
+  // Marks the sources (checked to be watched by tape `tape_id`) and every value computed from
+  // one: only their gradients are computed.
+  void mark_relevant(std::span<const Tensor> sources, uint32_t tape_id, uint32_t n_values);
+  // The reverse step of node n: its inputs' gradients from its outputs', accumulated; then frees
+  // what n kept for backward and the gradients it consumed.
+  void backward_node(Node& n);
 };
 
 namespace {
@@ -204,13 +211,9 @@ void accumulate(Tensor& acc, Tensor&& g) {
 }
 }  // namespace
 
-std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const Tensor> sources, const Tensor& seed) {
-  CTRAX_REQUIRE(!used_, "GradientTape::gradient: this tape has already computed gradients (a tape is used once)");
-  used_ = true;
-  stop();
-  detail::RecordingPause pause;  // the backward itself is never recorded
-  Buffers& b = *buffers_;
+namespace {
 
+void check_target(const Tensor& target, const Tensor& seed) {
   CTRAX_REQUIRE(target.defined(), "GradientTape::gradient: the target is undefined");
   CTRAX_REQUIRE(is_floating(target.dtype()), "GradientTape::gradient: the target must be float32 or float64, got ",
                 describe(target));
@@ -221,104 +224,122 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const
     CTRAX_REQUIRE(target.numel() == 1, "GradientTape::gradient: the target must have one element (a scalar loss), got ",
                   describe(target), "; sum it first, or pass a seed of its shape for a vector-Jacobian product");
   }
-  const uint32_t n_values = next_value_;
-  b.relevant.assign(n_values, 0);
-  b.is_source.assign(n_values, 0);
+}
+
+// A custom backward's gradients, checked: one per input, each a float tensor that broadcasts to
+// its input (an undefined one means zero).
+void custom_gradients(const CustomBackward& backward, const CustomGradContext& ctx,
+                      std::span<const TensorMeta> meta, const std::vector<uint8_t>& needs, std::vector<Tensor>& in) {
+  std::vector<Tensor> result = backward(ctx);
+  CTRAX_REQUIRE(result.size() == meta.size(), "custom_gradient: the backward returned ", result.size(),
+                " gradients for ", meta.size(), " inputs (return one per input; an undefined Tensor means zero)");
+  for (size_t i = 0; i < meta.size(); ++i) {
+    if (!needs[i] || !result[i].defined()) continue;
+    const Tensor& g = result[i];
+    CTRAX_REQUIRE(is_floating(g.dtype()), "custom_gradient: the gradient for input ", i, " is ", describe(g),
+                  "; expected a float tensor");
+    bool broadcastable = true;
+    try {
+      broadcastable = broadcast_shapes(g.shape(), meta[i].shape, "custom_gradient") == g.shape();
+    } catch (const Error&) {
+      broadcastable = false;
+    }
+    CTRAX_REQUIRE(broadcastable, "custom_gradient: the backward returned a gradient of shape ", g.shape(),
+                  " for input ", i, " of shape ", meta[i].shape);
+    in[i] = g;
+  }
+}
+
+}  // namespace
+
+void GradientTape::Buffers::mark_relevant(std::span<const Tensor> sources, uint32_t tape_id, uint32_t n_values) {
+  relevant.assign(n_values, 0);
+  is_source.assign(n_values, 0);
   for (size_t i = 0; i < sources.size(); ++i) {
     const Tensor& s = sources[i];
     CTRAX_REQUIRE(s.defined(), "GradientTape::gradient: source ", i, " is undefined");
     CTRAX_REQUIRE(is_floating(s.dtype()), "GradientTape::gradient: source ", i, " is ", describe(s),
                   "; only float32 and float64 tensors have gradients (integer and bool tensors are constants)");
-    CTRAX_REQUIRE(s.trace_tape() == id_ && s.trace_value() != 0 && s.trace_value() < n_values,
+    CTRAX_REQUIRE(s.trace_tape() == tape_id && s.trace_value() != 0 && s.trace_value() < n_values,
                   "GradientTape::gradient: source ", i, " (", describe(s),
                   ") is not watched by this tape nor computed from a watched tensor; differentiate with respect to "
                   "the tensor tape.watch(x) returned");
-    b.relevant[s.trace_value()] = 1;
-    b.is_source[s.trace_value()] = 1;
+    relevant[s.trace_value()] = 1;
+    is_source[s.trace_value()] = 1;
   }
-  // Forward pass over the nodes: which values depend on a source. Only their gradients are
-  // computed.
-  for (const Node& n : b.nodes) {
+  // Forward over the nodes: a node with a relevant input makes its outputs relevant.
+  for (const Node& n : nodes) {
     bool any = false;
-    for (uint32_t i = 0; i < n.n_inputs && !any; ++i) any = b.relevant[b.input_values[n.first_input + i]] != 0;
+    for (uint32_t i = 0; i < n.n_inputs && !any; ++i) any = relevant[input_values[n.first_input + i]] != 0;
     if (any)
-      for (uint32_t j = 0; j < n.n_outputs; ++j) b.relevant[n.first_output_value + j] = 1;
+      for (uint32_t j = 0; j < n.n_outputs; ++j) relevant[n.first_output_value + j] = 1;
   }
-  b.relevant[0] = 0;
+  relevant[0] = 0;
+}
 
+void GradientTape::Buffers::backward_node(Node& n) {
+  bool any_out = false;
+  out_grads.resize(n.n_outputs);
+  for (uint32_t j = 0; j < n.n_outputs; ++j) {
+    const uint32_t v = n.first_output_value + j;
+    Tensor& g = grads[v];
+    any_out = any_out || g.defined();
+    if (is_source[v]) out_grads[j] = g;  // a source keeps its gradient for the result
+    else out_grads[j] = std::move(g);    // consumed
+  }
+  bool any_in = false;
+  needs.resize(n.n_inputs);
+  for (uint32_t i = 0; i < n.n_inputs; ++i) {
+    const uint32_t v = input_values[n.first_input + i];
+    needs[i] = v != 0 && relevant[v];
+    any_in = any_in || needs[i];
+  }
+  const bool saved_in = n.saves & autograd_detail::kSavesInputs, saved_out = n.saves & autograd_detail::kSavesOutputs;
+  const std::span<const Tensor> inputs(saved_inputs.data() + n.first_saved_input, saved_in ? n.n_inputs : 0);
+  const std::span<const Tensor> outputs(saved_outputs.data() + n.first_saved_output, saved_out ? n.n_outputs : 0);
+  const std::span<const TensorMeta> meta(input_meta.data() + n.first_input, n.n_inputs);
+  if (any_out && any_in) {
+    in_grads.resize(n.n_inputs);  // entries are left undefined by the previous node
+    if (n.kind == kCustomKind) {
+      for (uint32_t j = 0; j < n.n_outputs; ++j)
+        if (!out_grads[j].defined()) out_grads[j] = zeros_like(outputs[j]);
+      custom_gradients(customs[n.custom], CustomGradContext{inputs, outputs, out_grads}, meta, needs, in_grads);
+    } else {
+      const OpDerivative* d = autograd_detail::find_derivative(static_cast<OpId>(n.kind));
+      d->backward(BackwardContext{static_cast<OpId>(n.kind), n.attrs, meta, inputs, outputs, out_grads, needs},
+                  in_grads);
+    }
+    for (uint32_t i = 0; i < n.n_inputs; ++i) {
+      if (!needs[i] || !in_grads[i].defined()) continue;
+      conform(in_grads[i], meta[i]);
+      accumulate(grads[input_values[n.first_input + i]], std::move(in_grads[i]));
+    }
+  }
+  // This node is done: free what it kept for backward and the gradients it consumed.
+  if (saved_in)
+    for (uint32_t i = 0; i < n.n_inputs; ++i) saved_inputs[n.first_saved_input + i].reset();
+  if (saved_out)
+    for (uint32_t j = 0; j < n.n_outputs; ++j) saved_outputs[n.first_saved_output + j].reset();
+  for (Tensor& g : out_grads) g.reset();
+  for (Tensor& g : in_grads) g.reset();
+  if (n.kind == kCustomKind) customs[n.custom] = nullptr;
+}
+
+std::vector<Tensor> GradientTape::gradient(const Tensor& target, std::span<const Tensor> sources, const Tensor& seed) {
+  CTRAX_REQUIRE(!used_, "GradientTape::gradient: this tape has already computed gradients (a tape is used once)");
+  used_ = true;
+  stop();
+  detail::RecordingPause pause;  // the backward itself is never recorded
+  Buffers& b = *buffers_;
+  check_target(target, seed);
+  const uint32_t n_values = next_value_;
+  b.mark_relevant(sources, id_, n_values);
   b.grads.assign(n_values, Tensor());
   const uint32_t target_value = target.trace_tape() == id_ ? target.trace_value() : 0;
   if (target_value != 0 && target_value < n_values && b.relevant[target_value]) {
     b.grads[target_value] = seed.defined() ? seed.to(target.dtype()).contiguous() : ones_like(target);
   }
-
-  for (size_t k = b.nodes.size(); k-- > 0;) {
-    Node& n = b.nodes[k];
-    bool any_out = false;
-    b.out_grads.resize(n.n_outputs);
-    for (uint32_t j = 0; j < n.n_outputs; ++j) {
-      const uint32_t v = n.first_output_value + j;
-      Tensor& g = b.grads[v];
-      any_out = any_out || g.defined();
-      if (b.is_source[v]) b.out_grads[j] = g;  // a source keeps its gradient for the result
-      else b.out_grads[j] = std::move(g);     // consumed
-    }
-    bool any_in = false;
-    b.needs.resize(n.n_inputs);
-    for (uint32_t i = 0; i < n.n_inputs; ++i) {
-      const uint32_t v = b.input_values[n.first_input + i];
-      b.needs[i] = v != 0 && b.relevant[v];
-      any_in = any_in || b.needs[i];
-    }
-    const bool saved_in = n.saves & autograd_detail::kSavesInputs, saved_out = n.saves & autograd_detail::kSavesOutputs;
-    const std::span<const Tensor> inputs(b.saved_inputs.data() + n.first_saved_input, saved_in ? n.n_inputs : 0);
-    const std::span<const Tensor> outputs(b.saved_outputs.data() + n.first_saved_output, saved_out ? n.n_outputs : 0);
-    const std::span<const TensorMeta> meta(b.input_meta.data() + n.first_input, n.n_inputs);
-    if (any_out && any_in) {
-      b.in_grads.resize(n.n_inputs);  // entries are left undefined by the previous node
-      if (n.kind == kCustomKind) {
-        for (uint32_t j = 0; j < n.n_outputs; ++j)
-          if (!b.out_grads[j].defined()) b.out_grads[j] = zeros_like(outputs[j]);
-        const CustomGradContext ctx{inputs, outputs, b.out_grads};
-        std::vector<Tensor> result = b.customs[n.custom](ctx);
-        CTRAX_REQUIRE(result.size() == n.n_inputs, "custom_gradient: the backward returned ", result.size(),
-                      " gradients for ", n.n_inputs, " inputs (return one per input; an undefined Tensor means zero)");
-        for (uint32_t i = 0; i < n.n_inputs; ++i) {
-          if (!b.needs[i] || !result[i].defined()) continue;
-          const Tensor& g = result[i];
-          CTRAX_REQUIRE(is_floating(g.dtype()), "custom_gradient: the gradient for input ", i, " is ", describe(g),
-                        "; expected a float tensor");
-          bool broadcastable = true;
-          try {
-            broadcastable = broadcast_shapes(g.shape(), meta[i].shape, "custom_gradient") == g.shape();
-          } catch (const Error&) {
-            broadcastable = false;
-          }
-          CTRAX_REQUIRE(broadcastable, "custom_gradient: the backward returned a gradient of shape ", g.shape(),
-                        " for input ", i, " of shape ", meta[i].shape);
-          b.in_grads[i] = g;
-        }
-      } else {
-        const OpDerivative* d = autograd_detail::find_derivative(static_cast<OpId>(n.kind));
-        const BackwardContext ctx{static_cast<OpId>(n.kind), n.attrs, meta, inputs, outputs, b.out_grads, b.needs};
-        d->backward(ctx, b.in_grads);
-      }
-      for (uint32_t i = 0; i < n.n_inputs; ++i) {
-        if (!b.needs[i] || !b.in_grads[i].defined()) continue;
-        conform(b.in_grads[i], meta[i]);
-        accumulate(b.grads[b.input_values[n.first_input + i]], std::move(b.in_grads[i]));
-      }
-    }
-    // This node is done: free what it kept for backward and the gradients it consumed.
-    if (saved_in)
-      for (uint32_t i = 0; i < n.n_inputs; ++i) b.saved_inputs[n.first_saved_input + i].reset();
-    if (saved_out)
-      for (uint32_t j = 0; j < n.n_outputs; ++j) b.saved_outputs[n.first_saved_output + j].reset();
-    for (Tensor& g : b.out_grads) g.reset();
-    for (Tensor& g : b.in_grads) g.reset();
-    if (n.kind == kCustomKind) b.customs[n.custom] = nullptr;
-  }
-
+  for (size_t k = b.nodes.size(); k-- > 0;) b.backward_node(b.nodes[k]);
   std::vector<Tensor> result;
   result.reserve(sources.size());
   for (const Tensor& s : sources) {

@@ -274,26 +274,119 @@ DType dtype_from_safetensors_name(const std::string& name, const std::string& so
   return *dtype;
 }
 
-SafetensorsIndex parse_safetensors_header(std::span<const uint8_t> file_prefix, uint64_t file_size,
-                                          const std::string& source) {
-  auto fail = [&](const std::string& reason) { throw Error(source + ": " + reason); };
+namespace {
 
+[[noreturn]] void fail_at(const std::string& source, const std::string& reason) { throw Error(source + ": " + reason); }
+
+// The little-endian header size of the first 8 bytes, checked against the limit and the file.
+uint64_t read_header_size(std::span<const uint8_t> file_prefix, uint64_t file_size, const std::string& source) {
   if (file_size < 8)
-    fail("the file is " + std::to_string(file_size) +
-         " bytes, too short for a safetensors file (it starts with an 8-byte header size)");
-  if (file_prefix.size() < 8) fail("parse_safetensors_header was given fewer than the first 8 bytes of the file");
+    fail_at(source, "the file is " + std::to_string(file_size) +
+                        " bytes, too short for a safetensors file (it starts with an 8-byte header size)");
+  if (file_prefix.size() < 8)
+    fail_at(source, "parse_safetensors_header was given fewer than the first 8 bytes of the file");
   uint64_t header_size = 0;
   for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | file_prefix[static_cast<size_t>(i)];
   if (header_size > kMaxSafetensorsHeaderBytes)
-    fail("the header size " + std::to_string(header_size) + " exceeds the limit of " +
-         std::to_string(kMaxSafetensorsHeaderBytes) + " bytes (a corrupted or hostile file?)");
+    fail_at(source, "the header size " + std::to_string(header_size) + " exceeds the limit of " +
+                        std::to_string(kMaxSafetensorsHeaderBytes) + " bytes (a corrupted or hostile file?)");
   if (header_size > file_size - 8)
-    fail("the header size " + std::to_string(header_size) + " runs past the end of the file (" +
-         std::to_string(file_size) + " bytes; the file is truncated or corrupted)");
+    fail_at(source, "the header size " + std::to_string(header_size) + " runs past the end of the file (" +
+                        std::to_string(file_size) + " bytes; the file is truncated or corrupted)");
   if (file_prefix.size() < 8 + header_size)
-    fail("parse_safetensors_header was given " + std::to_string(file_prefix.size()) + " bytes, fewer than the " +
-         std::to_string(8 + header_size) + " the header occupies");
+    fail_at(source, "parse_safetensors_header was given " + std::to_string(file_prefix.size()) +
+                        " bytes, fewer than the " + std::to_string(8 + header_size) + " the header occupies");
+  return header_size;
+}
 
+// Bytes = product of the dimensions * element size, in checked 64-bit arithmetic (nullopt on
+// overflow). A zero dimension makes the tensor empty whatever the others are.
+std::optional<uint64_t> byte_size(const std::vector<int64_t>& shape, DType dtype) {
+  uint64_t numel = 1;
+  bool overflow = false;
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) {
+    numel = 0;
+  } else {
+    for (int64_t d : shape) overflow = overflow || __builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel);
+  }
+  uint64_t nbytes = 0;
+  overflow = overflow || numel > static_cast<uint64_t>(INT64_MAX) ||
+             __builtin_mul_overflow(numel, static_cast<uint64_t>(dtype_size(dtype)), &nbytes);
+  if (overflow) return std::nullopt;
+  return nbytes;
+}
+
+// One header entry, complete and consistent with its bytes within the data buffer.
+SafetensorsEntry checked_entry(RawEntry& raw, uint64_t data_size, const std::string& source) {
+  const std::string name = shown(raw.name);
+  if (raw.name.empty()) fail_at(source, "a tensor has an empty name");
+  if (!raw.dtype) fail_at(source, "tensor " + name + " has no dtype");
+  if (!raw.shape) fail_at(source, "tensor " + name + " has no shape");
+  if (!raw.offsets) fail_at(source, "tensor " + name + " has no data_offsets");
+  const std::optional<DType> dtype = dtype_from_name(*raw.dtype);
+  if (!dtype)
+    fail_at(source, "tensor " + name + " has the dtype " + shown(*raw.dtype) +
+                        ", which ctrax does not support (it reads " + kSupportedNames + ")");
+  SafetensorsEntry entry;
+  entry.name = std::move(raw.name);
+  entry.dtype = *dtype;
+  entry.shape = std::move(*raw.shape);
+  entry.begin = (*raw.offsets)[0];
+  entry.end = (*raw.offsets)[1];
+  const std::optional<uint64_t> nbytes = byte_size(entry.shape, entry.dtype);
+  if (!nbytes)
+    fail_at(source, "tensor " + name + " has the shape " + shape_text(entry.shape) + " whose size in bytes (dtype " +
+                        *raw.dtype + ") overflows 64 bits");
+  if (entry.begin > entry.end)
+    fail_at(source, "tensor " + name + " has data_offsets [" + std::to_string(entry.begin) + ", " +
+                        std::to_string(entry.end) + "] with begin > end");
+  if (entry.end - entry.begin != *nbytes)
+    fail_at(source, "tensor " + name + " of dtype " + *raw.dtype + " and shape " + shape_text(entry.shape) +
+                        " needs " + std::to_string(*nbytes) + " bytes, but its data_offsets " + range_text(entry) +
+                        " span " + std::to_string(entry.end - entry.begin));
+  if (entry.end > data_size)
+    fail_at(source, "tensor " + name + " has data_offsets " + range_text(entry) +
+                        " past the end of the file (the data buffer holds " + std::to_string(data_size) +
+                        " bytes; the file is truncated or corrupted)");
+  return entry;
+}
+
+// The tensors, in offset order, must tile [0, data_size) exactly. Ties (empty tensors at the
+// same offset) are ordered by name so the order never depends on the header's key order.
+void sort_and_check_tiling(std::vector<SafetensorsEntry>& entries, uint64_t data_size, const std::string& source) {
+  std::sort(entries.begin(), entries.end(), [](const SafetensorsEntry& a, const SafetensorsEntry& b) {
+    if (a.begin != b.begin) return a.begin < b.begin;
+    if (a.end != b.end) return a.end < b.end;
+    return a.name < b.name;
+  });
+  uint64_t covered = 0;
+  const SafetensorsEntry* previous = nullptr;
+  for (const SafetensorsEntry& e : entries) {
+    if (e.begin > covered) {
+      if (previous == nullptr)
+        fail_at(source, "the first tensor, " + shown(e.name) + ", starts at data offset " + std::to_string(e.begin) +
+                            ", not 0 (a gap of unused bytes)");
+      fail_at(source, "a gap of " + std::to_string(e.begin - covered) + " unused bytes lies between tensor " +
+                          shown(previous->name) + " " + range_text(*previous) + " and tensor " + shown(e.name) + " " +
+                          range_text(e));
+    }
+    if (e.begin < covered)
+      fail_at(source, "tensor " + shown(e.name) + " " + range_text(e) + " overlaps tensor " + shown(previous->name) +
+                          " " + range_text(*previous));
+    covered = e.end;
+    previous = &e;
+  }
+  if (covered != data_size)
+    fail_at(source, "the tensors end at data offset " + std::to_string(covered) + " but the data buffer holds " +
+                        std::to_string(data_size) + " bytes (" + std::to_string(data_size - covered) +
+                        " trailing bytes belong to no tensor)");
+}
+
+}  // namespace
+
+SafetensorsIndex parse_safetensors_header(std::span<const uint8_t> file_prefix, uint64_t file_size,
+                                          const std::string& source) {
+  const uint64_t header_size = read_header_size(file_prefix, file_size, source);
   HeaderHandler handler;
   const char* text = reinterpret_cast<const char*>(file_prefix.data()) + 8;
   bool ok = false;
@@ -302,87 +395,15 @@ SafetensorsIndex parse_safetensors_header(std::span<const uint8_t> file_prefix, 
   } catch (const json::exception& e) {
     handler.error = std::string("the header is not valid JSON: ") + e.what();
   }
-  if (!handler.error.empty()) fail(handler.error);
+  if (!handler.error.empty()) fail_at(source, handler.error);
   CTRAX_CHECK(ok && handler.finished, "the JSON parser stopped without a reason");
 
   SafetensorsIndex index;
   index.data_start = 8 + header_size;
   index.metadata = std::move(handler.metadata);
   const uint64_t data_size = file_size - index.data_start;
-
-  for (RawEntry& raw : handler.entries) {
-    const std::string name = shown(raw.name);
-    if (raw.name.empty()) fail("a tensor has an empty name");
-    if (!raw.dtype) fail("tensor " + name + " has no dtype");
-    if (!raw.shape) fail("tensor " + name + " has no shape");
-    if (!raw.offsets) fail("tensor " + name + " has no data_offsets");
-    const std::optional<DType> dtype = dtype_from_name(*raw.dtype);
-    if (!dtype)
-      fail("tensor " + name + " has the dtype " + shown(*raw.dtype) + ", which ctrax does not support (it reads " +
-           kSupportedNames + ")");
-
-    SafetensorsEntry entry;
-    entry.name = std::move(raw.name);
-    entry.dtype = *dtype;
-    entry.shape = std::move(*raw.shape);
-    entry.begin = (*raw.offsets)[0];
-    entry.end = (*raw.offsets)[1];
-
-    // Bytes = product of the dimensions * element size, in checked 64-bit arithmetic. A zero
-    // dimension makes the tensor empty whatever the others are.
-    uint64_t numel = 1;
-    bool overflow = false;
-    if (std::find(entry.shape.begin(), entry.shape.end(), 0) != entry.shape.end()) {
-      numel = 0;
-    } else {
-      for (int64_t d : entry.shape) overflow = overflow || __builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel);
-    }
-    uint64_t nbytes = 0;
-    overflow = overflow || numel > static_cast<uint64_t>(INT64_MAX) ||
-               __builtin_mul_overflow(numel, static_cast<uint64_t>(dtype_size(entry.dtype)), &nbytes);
-    if (overflow)
-      fail("tensor " + name + " has the shape " + shape_text(entry.shape) + " whose size in bytes (dtype " +
-           *raw.dtype + ") overflows 64 bits");
-    if (entry.begin > entry.end)
-      fail("tensor " + name + " has data_offsets [" + std::to_string(entry.begin) + ", " + std::to_string(entry.end) +
-           "] with begin > end");
-    if (entry.end - entry.begin != nbytes)
-      fail("tensor " + name + " of dtype " + *raw.dtype + " and shape " + shape_text(entry.shape) + " needs " +
-           std::to_string(nbytes) + " bytes, but its data_offsets " + range_text(entry) + " span " +
-           std::to_string(entry.end - entry.begin));
-    if (entry.end > data_size)
-      fail("tensor " + name + " has data_offsets " + range_text(entry) + " past the end of the file (the data buffer holds " +
-           std::to_string(data_size) + " bytes; the file is truncated or corrupted)");
-    index.entries.push_back(std::move(entry));
-  }
-
-  // The tensors, in offset order, must tile [0, data_size) exactly. Ties (empty tensors at the
-  // same offset) are ordered by name so the order never depends on the header's key order.
-  std::sort(index.entries.begin(), index.entries.end(), [](const SafetensorsEntry& a, const SafetensorsEntry& b) {
-    if (a.begin != b.begin) return a.begin < b.begin;
-    if (a.end != b.end) return a.end < b.end;
-    return a.name < b.name;
-  });
-  uint64_t covered = 0;
-  const SafetensorsEntry* previous = nullptr;
-  for (const SafetensorsEntry& e : index.entries) {
-    if (e.begin > covered) {
-      if (previous == nullptr)
-        fail("the first tensor, " + shown(e.name) + ", starts at data offset " + std::to_string(e.begin) +
-             ", not 0 (a gap of unused bytes)");
-      fail("a gap of " + std::to_string(e.begin - covered) + " unused bytes lies between tensor " +
-           shown(previous->name) + " " + range_text(*previous) + " and tensor " + shown(e.name) + " " + range_text(e));
-    }
-    if (e.begin < covered)
-      fail("tensor " + shown(e.name) + " " + range_text(e) + " overlaps tensor " + shown(previous->name) + " " +
-           range_text(*previous));
-    covered = e.end;
-    previous = &e;
-  }
-  if (covered != data_size)
-    fail("the tensors end at data offset " + std::to_string(covered) + " but the data buffer holds " +
-         std::to_string(data_size) + " bytes (" + std::to_string(data_size - covered) +
-         " trailing bytes belong to no tensor)");
+  for (RawEntry& raw : handler.entries) index.entries.push_back(checked_entry(raw, data_size, source));
+  sort_and_check_tiling(index.entries, data_size, source);
   return index;
 }
 

@@ -437,75 +437,51 @@ Tensor bernoulli(Key key, const Tensor& p) {
   return bernoulli(key, p.shape(), p);
 }
 
-Tensor categorical(Key key, const Tensor& logits, int axis, std::optional<Shape> shape) {
+namespace {
+
+// categorical's logits as rows (the category axis moved last, float64), and where each sample's
+// row is: sample o reads row sum_d index_d(o) row_strides[d] (zero strides on new or size-1 dims).
+struct CategoricalRows {
+  Tensor table;  // [rows, categories]
+  int64_t row_count = 0, categories = 0;
+  Shape out_shape, row_strides;
+};
+
+CategoricalRows categorical_rows(const Tensor& logits, int axis, const std::optional<Shape>& shape) {
   require_defined_tensor(logits, "categorical", "logits");
   CTRAX_REQUIRE(is_floating(logits.dtype()), "categorical: logits have dtype ", logits.dtype(),
                 " (expected float32 or float64 unnormalised log-probabilities)");
   CTRAX_REQUIRE(logits.rank() >= 1, "categorical: logits have rank 0 (expected rank >= 1 with a category axis)");
   const int ax = normalize_axis(axis, logits.rank(), "categorical");
-  const int64_t categories = logits.shape()[ax];
-  CTRAX_REQUIRE(categories >= 1, "categorical: logits of shape ", logits.shape(), " have no categories along axis ",
-                axis);
-
-  // Move the category axis last: rows of `table` are the distributions.
+  CategoricalRows r;
+  r.categories = logits.shape()[ax];
+  CTRAX_REQUIRE(r.categories >= 1, "categorical: logits of shape ", logits.shape(),
+                " have no categories along axis ", axis);
   std::vector<int> order;
   for (int d = 0; d < logits.rank(); ++d)
     if (d != ax) order.push_back(d);
   order.push_back(ax);
-  const Tensor table = logits.permute(order).to(DType::float64).contiguous();
-  Shape batch = table.shape();
+  r.table = logits.permute(order).to(DType::float64).contiguous();
+  Shape batch = r.table.shape();
   batch.erase(batch.rank() - 1);
-
-  Shape out_shape = batch;
+  r.row_count = batch.numel();
+  r.out_shape = batch;
   if (shape) {
     require_valid_shape(*shape, "categorical");
     const Shape joint = broadcast_shapes(batch, *shape, "categorical");
     CTRAX_REQUIRE(joint == *shape, "categorical: the batch shape ", batch, " of logits ", logits.shape(),
                   " (axis ", axis, " removed) does not broadcast to the requested shape ", *shape);
-    out_shape = *shape;
+    r.out_shape = *shape;
   }
-
-  // Every row needs a distribution: no NaN, and at least one logit above -inf.
-  const int64_t row_count = batch.numel();
-  if (table.device().is_cuda()) {
-    cuda_detail::use_device_of(table);
-    const auto problem = kernels::cuda::first_invalid_categorical_row(
-        static_cast<const double*>(table.device_data()), row_count, categories);
-    CTRAX_REQUIRE(problem.row < 0 || problem.nan_category < 0, "categorical: logits contain NaN (row ", problem.row,
-                  ", category ", problem.nan_category, ")");
-    CTRAX_REQUIRE(problem.row < 0, "categorical: every logit of row ", problem.row,
-                  " is -inf (no category can be sampled)");
-  }
-
-  Tensor out(out_shape, DType::int64, logits.device());
-  const int64_t n = out.numel();
-  CTRAX_REQUIRE(n == 0 || n <= std::numeric_limits<int64_t>::max() / categories, "categorical: ", n,
-                " samples of ", categories, " categories overflow the draw counter");
-  // Row of sample o: the batch index broadcast into out_shape (zero strides on new or size-1 dims).
-  Shape row_strides = Shape::filled(out_shape.rank(), 0);
+  r.row_strides = Shape::filled(r.out_shape.rank(), 0);
   const Shape batch_strides = contiguous_strides(batch);
-  const int shift = out_shape.rank() - batch.rank();
-  for (int d = 0; d < batch.rank(); ++d) row_strides[d + shift] = batch[d] == 1 ? 0 : batch_strides[d];
-  if (out.device().is_cuda()) {
-    detail::mark_unplannable("a random draw (categorical) on a GPU (plans are CPU-only)");
-    CTRAX_REQUIRE(out_shape.rank() <= kernels::cuda::kMaxRank, "categorical: output shape ", out_shape, " has rank ",
-                  out_shape.rank(), " (the CUDA kernels take at most ", kernels::cuda::kMaxRank, ")");
-    kernels::cuda::StridedArg rows_of_samples;  // sample o -> its row of `table`
-    rows_of_samples.rank = out_shape.rank();
-    for (int d = 0; d < out_shape.rank(); ++d) {
-      rows_of_samples.shape[d] = out_shape[d];
-      rows_of_samples.strides[d] = row_strides[d];
-    }
-    kernels::cuda::random_categorical(philox_key(key), static_cast<const double*>(table.device_data()),
-                                                      categories, rows_of_samples,
-                                                      static_cast<int64_t*>(out.device_data()), n);
-    return out;
-  }
-  // The rows are checked when the kernel runs (so a plan checks each call's logits).
-  const KeySource source(key, "categorical");
-  detail::KernelScope scope;
-  run_sampler(source, [rows = table.data<double>(), row_count, categories, data = out.data<int64_t>(), n, out_shape,
-                       row_strides](Key k) {
+  const int shift = r.out_shape.rank() - batch.rank();
+  for (int d = 0; d < batch.rank(); ++d) r.row_strides[d + shift] = batch[d] == 1 ? 0 : batch_strides[d];
+  return r;
+}
+
+// Every row needs a distribution: no NaN, and at least one logit above -inf.
+void check_categorical_rows(const double* rows, int64_t row_count, int64_t categories) {
   for (int64_t r = 0; r < row_count; ++r) {
     bool has_mass = false;
     for (int64_t j = 0; j < categories; ++j) {
@@ -515,31 +491,76 @@ Tensor categorical(Key key, const Tensor& logits, int axis, std::optional<Shape>
     }
     CTRAX_REQUIRE(has_mass, "categorical: every logit of row ", r, " is -inf (no category can be sampled)");
   }
-  fill_elements(n, [&](int64_t begin, int64_t end) {
-    SampleBits bits(k);
-    for (int64_t o = begin; o < end; ++o) {
-      int64_t row = 0;
-      for (int64_t d = out_shape.rank() - 1, rest = o; d >= 0; --d) {
-        row += (rest % out_shape[d]) * row_strides[d];
-        rest /= out_shape[d];
-      }
-      const double* logit = rows + row * categories;
-      double best = -std::numeric_limits<double>::infinity();
-      int64_t best_index = -1;
-      for (int64_t j = 0; j < categories; ++j) {
-        // u in (0, 1): the +0.5 keeps both log()s finite.
-        const double u = (static_cast<double>(bits.word64(static_cast<uint64_t>(o * categories + j)) >> 11) + 0.5) *
-                         two_pow_minus(53);
-        const double score = logit[j] - std::log(-std::log(u));
-        if (score > best) {
-          best = score;
-          best_index = j;
-        }
-      }
-      CTRAX_CHECK(best_index >= 0, "row ", row, " had no finite logit after validation");
-      data[o] = best_index;
+}
+
+// Sample o's category: the Gumbel-max draw over its row.
+int64_t gumbel_argmax(const double* logit, int64_t categories, SampleBits& bits, int64_t o) {
+  double best = -std::numeric_limits<double>::infinity();
+  int64_t best_index = -1;
+  for (int64_t j = 0; j < categories; ++j) {
+    // u in (0, 1): the +0.5 keeps both log()s finite.
+    const double u =
+        (static_cast<double>(bits.word64(static_cast<uint64_t>(o * categories + j)) >> 11) + 0.5) * two_pow_minus(53);
+    const double score = logit[j] - std::log(-std::log(u));
+    if (score > best) {
+      best = score;
+      best_index = j;
     }
-  });
+  }
+  CTRAX_CHECK(best_index >= 0, "a row had no finite logit after validation");
+  return best_index;
+}
+
+void categorical_on_cuda(Key key, const CategoricalRows& r, Tensor& out) {
+  cuda_detail::use_device_of(r.table);
+  const auto problem = kernels::cuda::first_invalid_categorical_row(static_cast<const double*>(r.table.device_data()),
+                                                                    r.row_count, r.categories);
+  CTRAX_REQUIRE(problem.row < 0 || problem.nan_category < 0, "categorical: logits contain NaN (row ", problem.row,
+                ", category ", problem.nan_category, ")");
+  CTRAX_REQUIRE(problem.row < 0, "categorical: every logit of row ", problem.row,
+                " is -inf (no category can be sampled)");
+  detail::mark_unplannable("a random draw (categorical) on a GPU (plans are CPU-only)");
+  CTRAX_REQUIRE(r.out_shape.rank() <= kernels::cuda::kMaxRank, "categorical: output shape ", r.out_shape,
+                " has rank ", r.out_shape.rank(), " (the CUDA kernels take at most ", kernels::cuda::kMaxRank, ")");
+  kernels::cuda::StridedArg rows_of_samples;  // sample o -> its row of the table
+  rows_of_samples.rank = r.out_shape.rank();
+  for (int d = 0; d < r.out_shape.rank(); ++d) {
+    rows_of_samples.shape[d] = r.out_shape[d];
+    rows_of_samples.strides[d] = r.row_strides[d];
+  }
+  kernels::cuda::random_categorical(philox_key(key), static_cast<const double*>(r.table.device_data()), r.categories,
+                                    rows_of_samples, static_cast<int64_t*>(out.device_data()), out.numel());
+}
+
+}  // namespace
+
+Tensor categorical(Key key, const Tensor& logits, int axis, std::optional<Shape> shape) {
+  const CategoricalRows r = categorical_rows(logits, axis, shape);
+  Tensor out(r.out_shape, DType::int64, logits.device());
+  const int64_t n = out.numel();
+  CTRAX_REQUIRE(n == 0 || n <= std::numeric_limits<int64_t>::max() / r.categories, "categorical: ", n,
+                " samples of ", r.categories, " categories overflow the draw counter");
+  if (out.device().is_cuda()) {
+    categorical_on_cuda(key, r, out);
+    return out;
+  }
+  // The rows are checked when the kernel runs (so a plan checks each call's logits).
+  const KeySource source(key, "categorical");
+  detail::KernelScope scope;
+  run_sampler(source, [rows = r.table.data<double>(), row_count = r.row_count, categories = r.categories,
+                       data = out.data<int64_t>(), n, out_shape = r.out_shape, row_strides = r.row_strides](Key k) {
+    check_categorical_rows(rows, row_count, categories);
+    fill_elements(n, [&](int64_t begin, int64_t end) {
+      SampleBits bits(k);
+      for (int64_t o = begin; o < end; ++o) {
+        int64_t row = 0;
+        for (int64_t d = out_shape.rank() - 1, rest = o; d >= 0; --d) {
+          row += (rest % out_shape[d]) * row_strides[d];
+          rest /= out_shape[d];
+        }
+        data[o] = gumbel_argmax(rows + row * categories, categories, bits, o);
+      }
+    });
   });
   return out;
 }

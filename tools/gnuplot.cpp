@@ -300,14 +300,11 @@ std::string last_name(const fs::path& path) {
 
 }  // namespace
 
-void plot_learning_curves(const std::vector<fs::path>& runs, const fs::path& output, const PlotOptions& options) {
-  CTRAX_REQUIRE(!runs.empty(), "plot_learning_curves: no runs given");
-  const bool png = has_extension(output, ".png"), svg = has_extension(output, ".svg");
-  CTRAX_REQUIRE(png || svg, "plot_learning_curves: the output must end in .png or .svg, got ", output.string());
-  CTRAX_REQUIRE(options.width >= 64 && options.width <= 8192 && options.height >= 64 && options.height <= 8192,
-                "plot_learning_curves: width and height must be in [64, 8192] pixels, got ", options.width, " x ",
-                options.height);
+namespace {
 
+// The runs' metrics tables; two runs of the same name (runs/a/seed0, runs/b/seed0) are told
+// apart by their paths.
+std::vector<Run> load_runs(const std::vector<fs::path>& runs) {
   std::vector<Run> loaded;
   for (const fs::path& run : runs) {
     std::error_code ec;
@@ -326,68 +323,100 @@ void plot_learning_curves(const std::vector<fs::path>& runs, const fs::path& out
     r.table = read_metrics_csv(r.csv);
     loaded.push_back(std::move(r));
   }
-  // Two runs of the same name (runs/a/seed0, runs/b/seed0) are told apart by their paths.
   std::map<std::string, int> name_count;
   for (const Run& r : loaded) ++name_count[r.name];
   for (size_t i = 0; i < loaded.size(); ++i)
     if (name_count[loaded[i].name] > 1) loaded[i].name = runs[i].lexically_normal().string();
+  return loaded;
+}
 
-  // Per run, the y columns it is drawn with.
-  std::vector<std::vector<std::string>> y_columns(loaded.size());
+// The y columns run r is drawn with: options.y_columns, or by default the training episodes'
+// return first (the solid line), then the evaluations and the confirmations (and the names of
+// files from before they existed: "return", "eval_return_T<t>").
+std::vector<std::string> y_columns_of(const Run& r, const PlotOptions& options) {
+  const MetricsTable& t = r.table;
+  CTRAX_REQUIRE(t.column_index(options.x_column) >= 0, "plot_learning_curves: ", r.csv.string(), " has no column ",
+                options.x_column, " (the x axis); its columns are: ", join(t.columns));
+  const bool has_phase = std::any_of(t.rows.begin(), t.rows.end(),
+                                     [&](const MetricsTable::Row& row) { return row.phase == options.phase; });
+  CTRAX_REQUIRE(has_phase, "plot_learning_curves: ", r.csv.string(), " has no rows of phase \"", options.phase,
+                "\" (", t.rows.size(), " rows in all): was it written by an RL trainer?");
+  if (!options.y_columns.empty()) {
+    for (const std::string& c : options.y_columns)
+      CTRAX_REQUIRE(t.column_index(c) >= 0, "plot_learning_curves: ", r.csv.string(), " has no column ", c,
+                    "; its columns are: ", join(t.columns));
+    return options.y_columns;
+  }
+  std::vector<std::string> out;
+  for (const char* c : {"train/episode_return_mean", "return"})
+    if (t.column_index(c) >= 0) out.push_back(c);
+  for (const std::string& c : t.columns) {
+    const bool routine = c.rfind("eval", 0) == 0 && c.size() > 12 && c.ends_with("/return_mean");
+    if (routine || c.rfind("eval_return_T", 0) == 0) out.push_back(c);
+  }
+  if (t.column_index("confirm/return_mean") >= 0) out.push_back("confirm/return_mean");
+  CTRAX_REQUIRE(!out.empty(), "plot_learning_curves: ", r.csv.string(),
+                " has no train/episode_return_mean, eval*/return_mean or confirm/return_mean column; its "
+                "columns are: ", join(t.columns), "; choose the columns to draw");
+  return out;
+}
+
+// The points of one curve, "x y" per line, and how many there are.
+std::pair<std::string, size_t> curve_points(const MetricsTable& t, size_t x, size_t y, const std::string& phase) {
+  std::string points;
+  size_t n = 0;
+  for (const MetricsTable::Row& row : t.rows) {
+    if (row.phase != phase || !std::isfinite(row.values[x]) || !std::isfinite(row.values[y])) continue;
+    points += num(row.values[x]) + " " + num(row.values[y]) + "\n";
+    ++n;
+  }
+  return {points, n};
+}
+
+std::string curves_script_header(const PlotOptions& options, bool png, const std::vector<std::string>& all_y) {
+  std::ostringstream s;
+  s << "set terminal " << (png ? "pngcairo" : "svg") << " size " << options.width << "," << options.height
+    << " noenhanced font ',10' background rgb '#ffffff'\n";
+  s << "set output OUTPUT\n";
+  if (!options.title.empty()) s << "set title " << quote(options.title) << "\n";
+  s << "set xlabel " << quote(options.x_column == "n_interactions" ? std::string("environment steps")
+                                                                     : options.x_column)
+    << "\n";
+  s << "set ylabel " << quote(all_y.size() == 1 ? all_y[0] : std::string("return")) << "\n";
+  s << "set grid lc rgb '#d0d0d0'\nset key inside bottom right opaque box lc rgb '#a0a0a0'\nset autoscale fix\n"
+       "set offsets 0, 0, graph 0.05, graph 0.05\n";
+  return s.str();
+}
+
+}  // namespace
+
+void plot_learning_curves(const std::vector<fs::path>& runs, const fs::path& output, const PlotOptions& options) {
+  CTRAX_REQUIRE(!runs.empty(), "plot_learning_curves: no runs given");
+  const bool png = has_extension(output, ".png"), svg = has_extension(output, ".svg");
+  CTRAX_REQUIRE(png || svg, "plot_learning_curves: the output must end in .png or .svg, got ", output.string());
+  CTRAX_REQUIRE(options.width >= 64 && options.width <= 8192 && options.height >= 64 && options.height <= 8192,
+                "plot_learning_curves: width and height must be in [64, 8192] pixels, got ", options.width, " x ",
+                options.height);
+  const std::vector<Run> loaded = load_runs(runs);
+  std::vector<std::vector<std::string>> y_columns;
   std::vector<std::string> all_y;  // in order of first appearance: one dash pattern each
-  for (size_t i = 0; i < loaded.size(); ++i) {
-    const Run& r = loaded[i];
-    const MetricsTable& t = r.table;
-    CTRAX_REQUIRE(t.column_index(options.x_column) >= 0, "plot_learning_curves: ", r.csv.string(),
-                  " has no column ", options.x_column, " (the x axis); its columns are: ", join(t.columns));
-    if (options.y_columns.empty()) {
-      // The training episodes' return first, so that it gets the solid line, then the
-      // evaluations and the confirmations (and the names of files from before they existed:
-      // "return", "eval_return_T<t>").
-      for (const char* c : {"train/episode_return_mean", "return"})
-        if (t.column_index(c) >= 0) y_columns[i].push_back(c);
-      for (const std::string& c : t.columns) {
-        const bool routine = c.rfind("eval", 0) == 0 && c.size() > 12 && c.ends_with("/return_mean");
-        if (routine || c.rfind("eval_return_T", 0) == 0) y_columns[i].push_back(c);
-      }
-      if (t.column_index("confirm/return_mean") >= 0) y_columns[i].push_back("confirm/return_mean");
-      CTRAX_REQUIRE(!y_columns[i].empty(), "plot_learning_curves: ", r.csv.string(),
-                    " has no train/episode_return_mean, eval*/return_mean or confirm/return_mean column; its "
-                    "columns are: ", join(t.columns), "; choose the columns to draw");
-    } else {
-      for (const std::string& c : options.y_columns)
-        CTRAX_REQUIRE(t.column_index(c) >= 0, "plot_learning_curves: ", r.csv.string(), " has no column ", c,
-                      "; its columns are: ", join(t.columns));
-      y_columns[i] = options.y_columns;
-    }
-    const bool has_phase = std::any_of(t.rows.begin(), t.rows.end(),
-                                       [&](const MetricsTable::Row& row) { return row.phase == options.phase; });
-    CTRAX_REQUIRE(has_phase, "plot_learning_curves: ", r.csv.string(), " has no rows of phase \"", options.phase,
-                  "\" (", t.rows.size(), " rows in all): was it written by an RL trainer?");
-    for (const std::string& c : y_columns[i])
+  for (const Run& r : loaded) {
+    y_columns.push_back(y_columns_of(r, options));
+    for (const std::string& c : y_columns.back())
       if (std::find(all_y.begin(), all_y.end(), c) == all_y.end()) all_y.push_back(c);
   }
-
   std::map<std::string, std::string> data;
   std::vector<std::string> plots;
   for (size_t i = 0; i < loaded.size(); ++i) {
     const MetricsTable& t = loaded[i].table;
     const size_t x = static_cast<size_t>(t.column_index(options.x_column));
     for (const std::string& column : y_columns[i]) {
-      const size_t y = static_cast<size_t>(t.column_index(column));
-      std::string points;
-      size_t n = 0;
-      for (const MetricsTable::Row& row : t.rows) {
-        if (row.phase != options.phase || !std::isfinite(row.values[x]) || !std::isfinite(row.values[y])) continue;
-        points += num(row.values[x]) + " " + num(row.values[y]) + "\n";
-        ++n;
-      }
+      const auto [points, n] = curve_points(t, x, static_cast<size_t>(t.column_index(column)), options.phase);
       if (n == 0) continue;  // e.g. an eval column of a run that never evaluated
       const std::string file = "series" + std::to_string(data.size()) + ".dat";
       data[file] = points;
       const size_t dash = static_cast<size_t>(std::find(all_y.begin(), all_y.end(), column) - all_y.begin());
-      std::string title = loaded[i].name;
-      if (all_y.size() > 1) title += " " + column;
+      const std::string title = loaded[i].name + (all_y.size() > 1 ? " " + column : std::string());
       // A single point has no line to draw: show it as a point.
       const std::string style = n > 1 ? std::string("with lines lw 2") : std::string("with points pt 7 ps 1.2");
       plots.push_back(quote(file) + " using 1:2 " + style + " lc rgb " + quote(kPalette[i % std::size(kPalette)]) +
@@ -396,24 +425,9 @@ void plot_learning_curves(const std::vector<fs::path>& runs, const fs::path& out
   }
   CTRAX_REQUIRE(!plots.empty(), "plot_learning_curves: nothing to draw: no row of phase \"", options.phase,
                 "\" has finite values in both ", options.x_column, " and a y column");
-
-  std::ostringstream s;
-  if (png)
-    s << "set terminal pngcairo size " << options.width << "," << options.height
-      << " noenhanced font ',10' background rgb '#ffffff'\n";
-  else
-    s << "set terminal svg size " << options.width << "," << options.height << " noenhanced font ',10' background rgb '#ffffff'\n";
-  s << "set output OUTPUT\n";
-  if (!options.title.empty()) s << "set title " << quote(options.title) << "\n";
-  s << "set xlabel " << quote(options.x_column == "n_interactions" ? std::string("environment steps")
-                                                                     : options.x_column)
-    << "\n";
-  s << "set ylabel " << quote(all_y.size() == 1 ? all_y[0] : std::string("return")) << "\n";
-  s << "set grid lc rgb '#d0d0d0'\nset key inside bottom right opaque box lc rgb '#a0a0a0'\nset autoscale fix\nset offsets 0, 0, graph 0.05, graph 0.05\n";
-  s << "plot ";
-  for (size_t i = 0; i < plots.size(); ++i) s << (i ? ", \\\n     " : "") << plots[i];
-  s << "\n";
-  run_gnuplot(s.str(), data, output, options.gnuplot);
+  std::string script = curves_script_header(options, png, all_y) + "plot ";
+  for (size_t i = 0; i < plots.size(); ++i) script += (i ? ", \\\n     " : "") + plots[i];
+  run_gnuplot(script + "\n", data, output, options.gnuplot);
 }
 
 // ---- Animations ---------------------------------------------------------------------------

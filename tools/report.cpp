@@ -208,6 +208,59 @@ std::string markdown_report(const std::vector<GroupReport>& groups, const std::v
   return s.str();
 }
 
+namespace {
+
+using Curve = std::vector<std::pair<double, double>>;  // (environment steps, value), in step order
+
+// The group's runs as curves of their finite cells of y_column; x_max: the furthest step.
+std::vector<Curve> group_curves(const std::vector<const RunSummary*>& members, const std::string& y_column,
+                                double& x_max) {
+  std::vector<Curve> curves;
+  x_max = 0;
+  for (const RunSummary* r : members) {
+    const MetricsTable& t = r->metrics;
+    Curve points;
+    for (const MetricsTable::Row& row : t.rows) {
+      const double x = cell(t, row, "n_interactions"), y = cell(t, row, y_column);
+      if (row.phase == "rl" && std::isfinite(x) && std::isfinite(y)) points.emplace_back(x, y);
+    }
+    if (points.empty()) continue;
+    x_max = std::max(x_max, points.back().first);
+    curves.push_back(std::move(points));
+  }
+  return curves;
+}
+
+double mean_of(const std::vector<double>& v) {
+  double s = 0;
+  for (double y : v) s += y;
+  return s / static_cast<double>(v.size());
+}
+
+// kPoints rows "x mean low high" over [0, x_max]: at each x, the curves' last value at or before
+// x (a run that ended keeps its last value), their mean and its 95% bootstrap band.
+std::string band_rows(const std::vector<Curve>& curves, double x_max) {
+  constexpr int kPoints = 60;
+  std::ostringstream rows;
+  rows.precision(10);
+  for (int p = 1; p <= kPoints; ++p) {
+    const double x = x_max * p / kPoints;
+    std::vector<double> ys;
+    for (const Curve& c : curves) {
+      if (c.front().first > x) continue;
+      auto it = std::upper_bound(c.begin(), c.end(), x,
+                                 [](double v, const std::pair<double, double>& q) { return v < q.first; });
+      ys.push_back(std::prev(it)->second);
+    }
+    if (ys.empty()) continue;
+    const Interval band = stratified_bootstrap({ys}, mean_of, 500, static_cast<uint64_t>(p));
+    rows << x << " " << mean_of(ys) << " " << band.low << " " << band.high << "\n";
+  }
+  return rows.str();
+}
+
+}  // namespace
+
 void plot_group_curves(const std::vector<RunSummary>& runs, const fs::path& output, const std::string& y_column,
                        const GnuplotOptions& options) {
   CTRAX_REQUIRE(!runs.empty(), "plot_group_curves: no runs");
@@ -224,52 +277,13 @@ void plot_group_curves(const std::vector<RunSummary>& runs, const fs::path& outp
                            "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
   std::map<std::string, std::string> data;
   std::vector<std::string> plots;
-  constexpr int kPoints = 60;
   for (size_t gi = 0; gi < order.size(); ++gi) {
     const std::vector<const RunSummary*>& members = groups[order[gi]];
-    // Each run as (x, y) points of its finite cells.
-    std::vector<std::vector<std::pair<double, double>>> curves;
     double x_max = 0;
-    for (const RunSummary* r : members) {
-      const MetricsTable& t = r->metrics;
-      std::vector<std::pair<double, double>> points;
-      for (const MetricsTable::Row& row : t.rows) {
-        const double x = cell(t, row, "n_interactions"), y = cell(t, row, y_column);
-        if (row.phase == "rl" && std::isfinite(x) && std::isfinite(y)) points.emplace_back(x, y);
-      }
-      if (points.empty()) continue;
-      x_max = std::max(x_max, points.back().first);
-      curves.push_back(std::move(points));
-    }
+    const std::vector<Curve> curves = group_curves(members, y_column, x_max);
     if (curves.empty()) continue;
-    std::ostringstream rows;
-    rows.precision(10);
-    for (int p = 1; p <= kPoints; ++p) {
-      const double x = x_max * p / kPoints;
-      std::vector<double> ys;
-      for (const auto& c : curves) {
-        // The last value at or before x; a run that ended keeps its last value.
-        if (c.front().first > x) continue;
-        auto it = std::upper_bound(c.begin(), c.end(), x,
-                                   [](double v, const std::pair<double, double>& q) { return v < q.first; });
-        ys.push_back(std::prev(it)->second);
-      }
-      if (ys.empty()) continue;
-      double sum = 0;
-      for (double y : ys) sum += y;
-      const double mean = sum / static_cast<double>(ys.size());
-      const Interval band = stratified_bootstrap(
-          {ys},
-          [](const std::vector<double>& v) {
-            double s = 0;
-            for (double y : v) s += y;
-            return s / static_cast<double>(v.size());
-          },
-          500, static_cast<uint64_t>(p));
-      rows << x << " " << mean << " " << band.low << " " << band.high << "\n";
-    }
     const std::string file = "group" + std::to_string(gi) + ".dat";
-    data[file] = rows.str();
+    data[file] = band_rows(curves, x_max);
     const std::string colour = palette[gi % std::size(palette)];
     plots.push_back("'" + file + "' using 1:3:4 with filledcurves fs transparent solid 0.2 noborder lc rgb '" + colour +
                     "' notitle");
@@ -278,10 +292,8 @@ void plot_group_curves(const std::vector<RunSummary>& runs, const fs::path& outp
   }
   CTRAX_REQUIRE(!plots.empty(), "plot_group_curves: no run has a finite ", y_column, " in its metrics.csv");
   std::ostringstream s;
-  if (ext == ".png")
-    s << "set terminal pngcairo size 960,600 noenhanced font ',10' background rgb '#ffffff'\n";
-  else
-    s << "set terminal svg size 960,600 noenhanced font ',10' background rgb '#ffffff'\n";
+  s << "set terminal " << (ext == ".png" ? "pngcairo" : "svg")
+    << " size 960,600 noenhanced font ',10' background rgb '#ffffff'\n";
   s << "set output OUTPUT\nset xlabel 'environment steps'\nset ylabel '" << y_column
     << " (mean, 95% bootstrap band)'\nset grid lc rgb '#d0d0d0'\nset key inside bottom right opaque box\n"
     << "set autoscale fix\nset offsets 0, 0, graph 0.05, graph 0.05\nplot ";

@@ -87,15 +87,8 @@ ActorCriticOptions with_defaults(ActorCriticOptions o) {
   return o;
 }
 
-}  // namespace
-
-ActorCriticAgent::ActorCriticAgent(TaskPtr task, AgentOptions agent_options, PolicyAgentOptions policy_options,
-                                   ActorCriticOptions options, LayerPtr policy_loss,
-                                   std::map<std::string, LayerPtr> metrics)
-    : PolicyAgent(task, std::move(agent_options), std::move(policy_options), std::move(policy_loss),
-                  std::move(metrics), 4, [this](int64_t index) { return policy_batch(index); }),
-      ac_(with_defaults(std::move(options))) {
-  const ActorCriticOptions& o = ac_;
+// Every option in range and the options consistent with each other and with the task.
+void check_actor_critic_options(const ActorCriticOptions& o, const RLTask& task) {
   CTRAX_REQUIRE(o.value_model != nullptr, "ActorCriticAgent: value_model is required (e.g. Value(body))");
   if (o.q_value) {
     CTRAX_REQUIRE(o.value_model->n_in() == 2 && o.value_model->n_out() == 1,
@@ -114,7 +107,7 @@ ActorCriticAgent::ActorCriticAgent(TaskPtr task, AgentOptions agent_options, Pol
                 o.q_value_n_samples);
   CTRAX_REQUIRE(o.vocab_size >= 1, "ActorCriticAgent: vocab_size must be >= 1, got ", o.vocab_size);
   if (o.q_value) {
-    const Space& space = this->task().action_space();
+    const Space& space = task.action_space();
     const bool discrete = space.kind() == Space::Kind::discrete;
     CTRAX_REQUIRE(discrete || (space.kind() == Space::Kind::box && space.shape().rank() == 1),
                   "ActorCriticAgent: q_value needs a Discrete or a rank-1 Box action space, got ", space);
@@ -139,9 +132,9 @@ ActorCriticAgent::ActorCriticAgent(TaskPtr task, AgentOptions agent_options, Pol
   CTRAX_REQUIRE(std::isfinite(o.advantage_normalization_factor),
                 "ActorCriticAgent: advantage_normalization_factor must be finite, got ",
                 o.advantage_normalization_factor);
-  CTRAX_REQUIRE(!o.scale_value_targets || this->task().gamma() < 1.0,
+  CTRAX_REQUIRE(!o.scale_value_targets || task.gamma() < 1.0,
                 "ActorCriticAgent: scale_value_targets needs gamma < 1 (the scale is 1 / (1 - gamma)), got gamma ",
-                this->task().gamma());
+                task.gamma());
   if (o.rollout_passes) {
     CTRAX_REQUIRE(*o.rollout_passes >= 1, "ActorCriticAgent: rollout_passes must be >= 1, got ", *o.rollout_passes);
     CTRAX_REQUIRE(!o.q_value, "ActorCriticAgent: rollout_passes needs a state-value model (q_value is off)");
@@ -159,9 +152,33 @@ ActorCriticAgent::ActorCriticAgent(TaskPtr task, AgentOptions agent_options, Pol
     CTRAX_REQUIRE(o.rollout_passes.has_value(), "ActorCriticAgent: value_clip applies to rollout passes "
                   "(rollout_passes); Trax's slice batches have a target network instead");
   }
+}
+
+}  // namespace
+
+ActorCriticAgent::ActorCriticAgent(TaskPtr task, AgentOptions agent_options, PolicyAgentOptions policy_options,
+                                   ActorCriticOptions options, LayerPtr policy_loss,
+                                   std::map<std::string, LayerPtr> metrics)
+    : PolicyAgent(task, std::move(agent_options), std::move(policy_options), std::move(policy_loss),
+                  std::move(metrics), 4, [this](int64_t index) { return policy_batch(index); }),
+      ac_(with_defaults(std::move(options))) {
+  const ActorCriticOptions& o = ac_;
+  check_actor_critic_options(o, this->task());
   this->task().set_n_replay_epochs(o.n_replay_epochs);
   value_scale_ = o.scale_value_targets ? 1.0 / (1.0 - this->task().gamma()) : 1.0;
 
+  value_trainer_ = std::make_unique<Trainer>(value_trainer_options());
+  if (!device().is_cpu()) move_trainer_to(*value_trainer_, device(), "ActorCriticAgent (value network)");
+  value_target_weights_ = value_trainer_->weights();
+  if (o.q_value) check_q_value_model();
+  if (o.n_shared_layers > 0) copy_shared_layers(policy_trainer(), *value_trainer_);  // checks the layers fit
+  if (!value_trainer_->state().leaves().empty())
+    value_collect_ =
+        std::make_unique<CollectModel>(*value_trainer_, "value_collect_state", "ActorCriticAgent", device());
+}
+
+TrainerOptions ActorCriticAgent::value_trainer_options() {
+  const ActorCriticOptions& o = ac_;
   TrainerOptions t;
   t.compile = this->agent_options().compile;
   t.model = o.value_model;
@@ -187,14 +204,7 @@ ActorCriticAgent::ActorCriticAgent(TaskPtr task, AgentOptions agent_options, Pol
     signature.push_back({with_front(o.value_batch_size, with_front(1, distribution().event_shape())),
                          distribution().sample_dtype()});
   t.input_signature = std::move(signature);
-  value_trainer_ = std::make_unique<Trainer>(std::move(t));
-  if (!device().is_cpu()) move_trainer_to(*value_trainer_, device(), "ActorCriticAgent (value network)");
-  value_target_weights_ = value_trainer_->weights();
-  if (o.q_value) check_q_value_model();
-  if (o.n_shared_layers > 0) copy_shared_layers(policy_trainer(), *value_trainer_);  // checks the layers fit
-  if (!value_trainer_->state().leaves().empty())
-    value_collect_ =
-        std::make_unique<CollectModel>(*value_trainer_, "value_collect_state", "ActorCriticAgent", device());
+  return t;
 }
 
 PolicyOutput ActorCriticAgent::act(const Tensor& observations, Key key, double temperature) {

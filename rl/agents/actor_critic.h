@@ -123,6 +123,9 @@ class ActorCriticAgent : public PolicyAgent {
   void import_state(const io::Checkpoint& checkpoint) override;
 
  private:
+  // The value network's trainer: Trax's slice batches with a target network, or the agent's
+  // own minibatches with rollout passes.
+  TrainerOptions value_trainer_options();
   // One epoch of rollout passes (ActorCriticOptions::rollout_passes).
   Metrics train_rollout_epoch();
   void copy_shared_layers(Trainer& from, Trainer& to) const;

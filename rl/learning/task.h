@@ -1,80 +1,18 @@
-// RLTask: an environment plus the trajectories collected in it (Trax's rl/task.py RLTask).
+// RLTask: an environment plus the trajectories collected in it (Trax's rl/task.py RLTask), the
+// data side of every RL trainer. collect_trajectories plays a policy in N copies at once (a
+// VectorEnv: one policy call per step on the [N, ...] observations), stores the closed pieces
+// per epoch in a replay buffer, and trajectory_batch cuts reproducible batches of slices from them
+// (rl/learning/trajectory.h); export_state/import_state checkpoint all of it. Not learning (the
+// trainers) or advantage estimation (rl/learning/advantages.h). Agents share a task (TaskPtr).
 //
-// What it is for: the data side of every RL trainer. collect_trajectories plays a policy in N
-// copies of the environment at once (a VectorEnv: the policy runs once per step on the
-// [N, ...] batch of observations, never once per copy), stores the finished pieces per epoch
-// in a replay buffer, and trajectory_batch gives reproducible batches of trajectory slices
-// (rl/learning/trajectory.h) for training, and export_state/import_state put all of it into a
-// checkpoint (below). What it is not for: learning (the trainers), or advantage estimation
-// (rl/learning/advantages.h).
-//
-// Collection. Each copy i fills an open piece step by step. A piece closes when
-//   - the episode terminates or is truncated (by the environment's time limit, time_limit
-//     below): the VectorEnv resets the copy and the next piece starts the new episode;
-//   - it reaches max_steps steps: the episode continues in the next piece, from the last
-//     observation (Trax: "max_steps cuts a slice, the episode continues in the next collection
-//     until time_limit"). time_limit counts the steps of the whole episode, max_steps those of
-//     one piece.
-// With n_trajectories = k, copy i must close quota_i = k / N (+1 for i < k % N) pieces: the
-// first quota_i pieces of copy i are "the trajectories collected", whose total returns are
-// averaged (the first pieces of each copy, so short episodes are not favoured as they would be
-// by taking the first k to close among all copies). With n_interactions = n, the copies take
-// ceil(n / N) steps together and every piece closed on the way counts. Steps taken beyond
-// that (a copy past its quota, open pieces when collection stops) are stored too, as pieces cut
-// by the collector (neither terminated nor truncated), so no experience is thrown away; their
-// episodes continue in the next collection. With N = 1 and n_trajectories this gives the
-// pieces Trax's collection gives.
-//
-// Evaluation (only_eval): the eval VectorEnv is reset (seeded) at the start of every call,
-// pieces are whole episodes from a reset cut at max_steps (a copy whose counted episode was
-// cut waits, uncounted, until the environment ends that episode), and nothing is stored. The
-// eval VectorEnv is always a second one, so evaluation never disturbs the training episodes
-// in progress (Trax shares the training env unless given an env name).
-//
-// Replay: pieces of a collection go to its epoch (an int >= 0). After storing into epoch e, the
-// epochs < e - n_replay_epochs are dropped, so n_replay_epochs + 1 epochs survive (Trax keeps
-// keys >= e - n_replay_epochs; epoch 0, the initial random trajectories, gets no special
-// treatment and goes too once e > n_replay_epochs).
-//
-// Initial trajectories: initial_trajectories = k > 0 collects k pieces with random_policy (the
-// action space's sampler) into epoch 0 at construction, in the training environment (whose
-// episodes then continue into epoch 1, as in Trax). They have no dist_inputs (D = 0; batches
-// fill zeros, which for a Categorical are the uniform policy that chose them).
-//
-// Batches (Trax's trajectory_batch_stream): each of the B examples picks an epoch with
-// probability proportional to its number of slices (n_slices in rl/learning/trajectory.h), then a
-// trajectory of it proportional to its slices (or uniformly), then a start uniformly among its
-// slices; the slices are stacked by stack_slices. Batch `index` is a pure function of the
-// task's key, the index and the buffer's contents, so training on it is reproducible and
-// resumable (optim/trainer.h's BatchStream).
-//
-// Reproducibility: everything random comes from RLTaskOptions::key: the training environment's
-// seed, the eval environment's seed for each eval call, the policy's key for each step of each
-// collection (policy keys fold in a collection counter and the step), and batch sampling. Two
-// tasks built with the same options and driven by the same calls hold the same data.
-//
-// Time limits: Gymnasium's truncation is a truncation here too (bootstrap), where Trax marked
-// the time-limit step done. time_limit defaults to max_steps (Trax), and without either to the
-// environment's registered limit.
-//
-// Checkpoints (export_state/import_state): a task made with the same options that imports what
-// another exported continues exactly as the exporter would have: the same replay buffer, the
-// same counters (so the same policy keys, eval seeds and batches), and, through the training
-// VectorEnv's checkpoint_state (rl/environments/vector_env.h), the same episodes in progress and the same
-// future resets. The eval environment is reseeded on every eval call from the collection
-// counter; its checkpoint_state is saved too where it has one (it matters only for state its
-// wrappers carry across calls, such as NormalizeObservation's statistics).
-//
-// Fallback when the environment cannot be checkpointed (a user Env or wrapper without
-// checkpoint_state: CheckpointNotSupported): export_state still saves the buffer and the
-// counters and records "<prefix>has_env_state" = false. import_state then restores those and
-// marks the training environment interrupted, so the next training collection resets it
-// (seeded from the collection counter, as after a collection that threw): the episodes that
-// were in progress are abandoned, and the run goes on reproducibly (the same checkpoint resumed
-// twice gives the same data) but not as the uninterrupted run would have. The same happens
-// when the checkpoint holds an environment state that this task's environment cannot restore
-// for want of support (a different environment factory). The eval environment is then left as
-// it is.
+// A piece closes when its episode terminates or is truncated (time_limit counts the whole
+// episode's steps) or after max_steps steps (the episode goes on in the next piece); pieces still
+// open when a collection stops are stored as cut (neither flag). Storing into epoch e drops the
+// epochs < e - n_replay_epochs. Everything random comes from RLTaskOptions::key: tasks built with
+// the same options and driven by the same calls hold the same data.
+// Code: task.cpp (construction, replay, batches), task_collection.cpp (training and evaluation
+// collections), task_checkpoint.cpp. Design, the quota rule, evaluation, batch sampling and Trax
+// differences: docs/rl.md, "Collection"; checkpoints: docs/rl.md, "Task checkpoints".
 #pragma once
 
 #include <cstdint>
@@ -124,34 +62,32 @@ struct RLTaskOptions {
   Key key;                             // everything random
 };
 
+// Which closed pieces count (CollectStats): with n_trajectories = k, copy i's first k / N
+// (+1 for i < k % N); with n_interactions = n, every piece closed in the ceil(n / N) steps.
 struct CollectOptions {
   std::optional<int64_t> n_trajectories;  // exactly one of these two, >= 1
   std::optional<int64_t> n_interactions;
+  // Evaluate in the eval copies, reset at every call: whole episodes cut at max_steps, none stored.
   bool only_eval = false;
   std::optional<int64_t> max_steps;       // >= 1; default the task's
   int64_t epoch = 1;                      // >= 0; where training pieces are stored
   double temperature = 1.0;               // passed to the policy
-  // only_eval: reset the eval environment with this seed (copy i gets seed + i) instead of the
-  // seed derived from the collection counter, and leave the counter as it is, so that the
-  // episodes are a pure function of the seed and training is not shifted by them (the agents'
-  // confirmations and `ctrax eval` use seeds derived under tags training never uses).
+  // only_eval only: reset with this seed (copy i: seed + i) and leave the collection counter
+  // alone, so the episodes are a pure function of the seed (RLTask::evaluation_seed).
   std::optional<uint64_t> eval_seed;
 };
 
 struct CollectStats {
-  // Mean total (undiscounted) return of the pieces that count (see the top of this file);
-  // 0 when none closed (Trax).
+  // Mean total (undiscounted) return of the counted pieces (CollectOptions); 0 when none closed.
   double mean_return = 0.0;
   double mean_length = 0.0;    // mean number of steps of the pieces that count; 0 when none
   int64_t n_trajectories = 0;  // pieces that count
   int64_t n_interactions = 0;  // environment steps taken, all copies together
-  // The counted pieces' returns and lengths, in the order they closed (for evaluation these
-  // are whole episodes: the statistics of `ctrax eval` and of the agents' confirmations).
+  // The counted pieces' returns and lengths in closing order (evaluation: whole episodes).
   std::vector<double> returns;
   std::vector<int64_t> lengths;
-  // Training collections: the episodes that ended during this collection, with their whole
-  // return and length (the steps of earlier collections included: the pieces above are cut at
-  // collection boundaries, these are not). Empty for evaluation.
+  // Training only: the episodes that ended in this collection, with their whole return and
+  // length (earlier collections' steps included); empty for evaluation.
   std::vector<double> episode_returns;
   std::vector<int64_t> episode_lengths;
 };
@@ -180,15 +116,16 @@ class RLTask {
   RLTask(const RLTask&) = delete;
   RLTask& operator=(const RLTask&) = delete;
 
-  // Plays `policy` (see the top of this file). Throws ctrax::Error when not exactly one of
-  // n_trajectories and n_interactions is given, for values out of range, and when the policy
-  // answers with undefined tensors, wrong shapes, an action dtype of the wrong kind, or a D
-  // different from earlier calls. A collection that throws stores nothing; the episodes it
-  // interrupted are abandoned (the next collection resets the training environment).
+  // Plays `policy`; training collections store into options.epoch. Throws ctrax::Error for an
+  // empty policy, not exactly one of n_trajectories and n_interactions, values out of range, an
+  // eval_seed without only_eval, or policy outputs undefined, ill-shaped, of the wrong dtype kind,
+  // off the CPU or with a D unlike earlier calls'. A training collection that throws stores
+  // nothing and abandons the episodes in progress (the next one resets the copies).
   CollectStats collect_trajectories(const CollectPolicy& policy, const CollectOptions& options);
 
-  // Batch `index` >= 0 (see the top of this file). Throws ctrax::Error for options out of
-  // range, or when the selected epochs hold no trajectory.
+  // Batch `index` >= 0: a pure function of the task's key, the index and the stored pieces
+  // (sampling: docs/rl.md, "Collection"). Throws ctrax::Error for options out of range, an empty
+  // buffer, or selected epochs that hold no trajectory.
   TimeStepBatch trajectory_batch(const TrajectoryBatchOptions& options, int64_t index) const;
   // The same as a function of the index. The task must outlive it; it sees later collections.
   std::function<TimeStepBatch(int64_t)> trajectory_batch_stream(const TrajectoryBatchOptions& options) const;
@@ -216,46 +153,30 @@ class RLTask {
   // Totals over the training collections (not eval) since construction, epoch 0 included.
   int64_t n_trajectories() const { return n_trajectories_; }
   int64_t n_interactions() const { return n_interactions_; }
-  // Training and eval collections so far (folded into policy keys and eval seeds).
+  // Collections so far, training and evaluation, except those given an eval_seed.
   int64_t n_collections() const { return static_cast<int64_t>(n_collections_); }
   // The D >= 1 of the policies seen so far (0: none yet).
   int64_t n_dist_inputs() const { return n_dist_inputs_; }
-  // The seed the eval environment is reset with for evaluation stream `tag` (>= 1), number
-  // `index`: derived from the task's key under a tag that training never uses, so such
-  // episodes are disjoint from the training and routine-evaluation episodes (CollectOptions::
-  // eval_seed). The agents use tag 1 for confirmations, `ctrax eval` tag 2.
+  // The eval seed (CollectOptions::eval_seed) of evaluation stream `tag` >= 1, number `index`,
+  // from the key under a tag training never uses (agents' confirmations: tag 1, `ctrax eval`:
+  // tag 2). Throws ctrax::Error for tag 0.
   uint64_t evaluation_seed(uint64_t tag, uint64_t index) const;
 
-  // The task's whole state as checkpoint entries, for owners that save it with other things in
-  // one checkpoint (the RL agents; the pattern of optim/trainer.h). prefix is e.g. "task/".
-  //   fields   <prefix>env_name, observation_space, action_space (as printed), n_envs,
-  //            n_eval_envs, gamma, key_0, key_1, max_steps, time_limit (0: none),
-  //            n_replay_epochs, n_dist_inputs, n_collections, n_trajectories, n_interactions,
-  //            interrupted, has_env_state, has_eval_env_state;
-  //   tensors  <prefix>observations [N, ...]: the training copies' current observations;
-  //            <prefix>episode_returns float64 [N], <prefix>episode_lengths int64 [N]: the
-  //            return and length of each copy's episode in progress (a checkpoint without
-  //            them, from before they existed, restores zeros);
-  //            <prefix>env_state, <prefix>eval_env_state: float64 [S], the VectorEnvs'
-  //            checkpoint_state (present when has_env_state / has_eval_env_state);
-  //            <prefix>epochs int64 [E]: the stored epochs, ascending; and for each epoch e,
-  //            the K trajectories of that epoch concatenated along the first axis in order:
-  //            <prefix>epoch_<e>/index int64 [K, 4]: per trajectory T, D, terminated, truncated;
-  //            .../observations [sum (T + 1), ...], .../actions [sum T, ...],
-  //            .../rewards, .../returns float32 [sum T], .../discount_mask bool [sum T],
-  //            .../dist_inputs float32 [sum of T over those with D > 0, n_dist_inputs],
-  //            .../total_returns float64 [K].
-  // When the training environment throws CheckpointNotSupported, has_env_state is false (see
-  // the fallback at the top of this file); any other error propagates.
+  // The task's whole state as checkpoint entries under `prefix` (e.g. "task/"), for owners that
+  // save it with other things (the RL agents; the pattern of optim/trainer.h): options and
+  // counters as fields; as tensors the copies' observations and episodes in progress, the
+  // environments' checkpoint_state and every stored epoch's pieces (names, shapes and dtypes:
+  // docs/rl.md, "Task checkpoints"). An environment throwing CheckpointNotSupported is recorded
+  // as has_env_state / has_eval_env_state false; any other error propagates, adding nothing.
   void export_state(std::map<std::string, Tensor>& tensors, io::ManifestFields& fields,
                     const std::string& prefix) const;
-  // Restores everything export_state saved, after checking it against this task: the same
-  // environment name, spaces, N (training and eval), gamma, key, max_steps and time_limit;
-  // every tensor's presence, shape and dtype; the trajectories' lengths, D (0 or n_dist_inputs)
-  // and flags; counts >= 0. Any mismatch throws ctrax::Error naming the checkpoint's manifest
-  // and the entry, and the task is then unchanged (the environments' states included).
-  // n_replay_epochs is restored too (set_n_replay_epochs may have changed it). Without an
-  // environment state, the fallback at the top of this file applies.
+  // Restores everything export_state saved (n_replay_epochs included) after checking it against
+  // this task: environment name, spaces, N (training and eval), gamma, key, max_steps and
+  // time_limit; every tensor's presence, shape and dtype; the pieces' lengths, D (0 or
+  // n_dist_inputs) and flags; counts >= 0. A mismatch throws ctrax::Error naming the manifest and
+  // the entry, leaving the task (its environments included) unchanged. Without a restorable
+  // training environment state the next training collection starts fresh episodes; checkpoints
+  // without episode_returns / episode_lengths restore zeros (docs/rl.md, "Task checkpoints").
   void import_state(const io::Checkpoint& checkpoint, const std::string& prefix);
 
  private:
@@ -286,8 +207,8 @@ class RLTask {
   // The training copies' current observations [N, ...]: collections close every open piece
   // when they stop, so this is all that carries over to the next one.
   Tensor observations_;
-  // Set while a training collection runs: if it throws, the copies' state no longer matches
-  // observations_, and the next collection starts them afresh (reset).
+  // Set while a training collection runs, and by an import without the training environment's
+  // state: the copies no longer match observations_, so the next training collection resets them.
   bool interrupted_ = false;
   std::map<int64_t, std::vector<Trajectory>> trajectories_;
   int64_t n_dist_inputs_ = 0;    // the D >= 1 of the policies seen so far (0: none yet)

@@ -16,7 +16,7 @@ namespace {
 Tensor int64_tensor(const std::vector<int64_t>& values, const Shape& shape) { return from_vector(values, shape); }
 
 // The VectorEnv's checkpoint_state as a float64 tensor; undefined when it does not support
-// checkpoints (the fallback of task.h). Any other failure propagates.
+// checkpoints (the fallback of docs/rl.md, "Task checkpoints"). Any other failure propagates.
 Tensor env_state_tensor(const VectorEnv& env) {
   std::vector<double> state;
   try {
@@ -319,7 +319,7 @@ void RLTask::import_state(const io::Checkpoint& c, const std::string& prefix) {
   episode_return_ = std::move(episode_return);
   episode_length_ = std::move(episode_length);
   // Without the environment's state the copies no longer match observations_: the next
-  // training collection resets them (the fallback of task.h).
+  // training collection resets them (the fallback of docs/rl.md, "Task checkpoints").
   interrupted_ = env_restored ? f.interrupted : true;
 }
 

@@ -33,8 +33,8 @@ void check_collect_options(const CollectPolicy& policy, const CollectOptions& o)
 }
 
 // When a collection stops, and which closed pieces count: with n_trajectories, copy i counts
-// its first quota[i] pieces (task.h: the first pieces of every copy, so that short episodes are
-// not favoured); with n_interactions, every closed piece counts.
+// its first quota[i] pieces (docs/rl.md, "Collection": the first pieces of every copy, so that
+// short episodes are not favoured); with n_interactions, every closed piece counts.
 class EpisodeQuota {
  public:
   EpisodeQuota(const CollectOptions& o, int64_t n) : quota_(static_cast<size_t>(n), 0), closed_(quota_.size(), 0) {

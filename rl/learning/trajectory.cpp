@@ -182,14 +182,17 @@ int64_t n_slices(const Trajectory& trajectory, std::optional<int64_t> max_slice_
   return std::max<int64_t>(1, trajectory.length() + 1 + margin - *max_slice_length);
 }
 
-TimeStepBatch stack_slices(const std::vector<TrajectorySlice>& slices, std::optional<int64_t> min_length,
-                           bool pad_to_power_of_two) {
-  CTRAX_REQUIRE(!slices.empty(), "stack_slices: no slices given");
-  CTRAX_REQUIRE(!min_length || *min_length >= 1, "stack_slices: min_length must be >= 1, got ", *min_length);
+namespace {
+
+// The slices' shared layout: their longest and shortest lengths and their dist_inputs per step
+// (0 when none has any); every slice is checked against its trajectory and against slice 0.
+struct SliceLayout {
+  int64_t longest = 0, shortest = -1, d = 0;
+};
+
+SliceLayout check_slices(const std::vector<TrajectorySlice>& slices) {
   const Trajectory* first = slices.front().trajectory;
-  int64_t longest = 0;
-  int64_t shortest = -1;
-  int64_t d = 0;
+  SliceLayout out;
   for (size_t b = 0; b < slices.size(); ++b) {
     const TrajectorySlice& s = slices[b];
     CTRAX_REQUIRE(s.trajectory != nullptr, "stack_slices: slice ", b, " has no trajectory");
@@ -209,13 +212,25 @@ TimeStepBatch stack_slices(const std::vector<TrajectorySlice>& slices, std::opti
                   row_shape(tr.actions().shape()), ", slice 0 ", first->actions().dtype(), " ",
                   row_shape(first->actions().shape()));
     if (tr.n_dist_inputs() > 0) {
-      CTRAX_REQUIRE(d == 0 || d == tr.n_dist_inputs(), "stack_slices: slice ", b, " has ", tr.n_dist_inputs(),
-                    " dist_inputs per step, an earlier one ", d);
-      d = tr.n_dist_inputs();
+      CTRAX_REQUIRE(out.d == 0 || out.d == tr.n_dist_inputs(), "stack_slices: slice ", b, " has ",
+                    tr.n_dist_inputs(), " dist_inputs per step, an earlier one ", out.d);
+      out.d = tr.n_dist_inputs();
     }
-    longest = std::max(longest, s.length);
-    shortest = shortest < 0 ? s.length : std::min(shortest, s.length);
+    out.longest = std::max(out.longest, s.length);
+    out.shortest = out.shortest < 0 ? s.length : std::min(out.shortest, s.length);
   }
+  return out;
+}
+
+}  // namespace
+
+TimeStepBatch stack_slices(const std::vector<TrajectorySlice>& slices, std::optional<int64_t> min_length,
+                           bool pad_to_power_of_two) {
+  CTRAX_REQUIRE(!slices.empty(), "stack_slices: no slices given");
+  CTRAX_REQUIRE(!min_length || *min_length >= 1, "stack_slices: min_length must be >= 1, got ", *min_length);
+  const Trajectory* first = slices.front().trajectory;
+  const SliceLayout layout = check_slices(slices);
+  const int64_t longest = layout.longest, shortest = layout.shortest, d = layout.d;
   int64_t length = longest;
   if (min_length) length = std::max(length, *min_length);
   // Trax pads to a power of two so that a jitted model sees few distinct shapes.

@@ -187,56 +187,40 @@ inline typename P::Acc fold_run(const P& p, typename P::Acc acc, const typename 
   }
 }
 
-// Runs policy `p` over input `x` (pointing at the first element) into the contiguous `out`.
+// run_reduction's run mode: the last reduced axis is the run; the others are walked by an
+// odometer, per output.
 template <typename P>
-void run_reduction(const ReduceLayout& L, const typename P::In* x, typename P::Out* out, const P& p) {
+void reduce_by_runs(const ReduceLayout& L, const typename P::In* x, typename P::Out* out, const P& p) {
   using Acc = typename P::Acc;
-  if (L.n_out == 0) return;
-  if (L.n_red == 0) {  // empty reductions: the identity, without touching (possibly absent) memory
-    for (int64_t o = 0; o < L.n_out; ++o) out[o] = p.finish(p.init(o));
-    return;
-  }
-  if (L.n_red == 1) {  // one element per output (a sum over a size-1 axis): no runs to walk
-    int64_t kidx[kMaxRank] = {};
-    int64_t koff = 0;
-    for (int64_t o = 0; o < L.n_out; ++o) {
-      out[o] = p.finish(p.step(p.init(o), x[koff], 0));
-      if (o + 1 < L.n_out) koff += step_offset(kidx, L.kept_dims, L.kept_strides, L.kept_rank);
-    }
-    return;
-  }
-  const bool row_mode = L.kept_rank > 0 && L.kept_strides[L.kept_rank - 1] == 1 && L.red_rank > 0 &&
-                        L.red_strides[L.red_rank - 1] != 1;
-  const int64_t work = L.n_out * L.n_red;
-
-  if (!row_mode) {
-    // The last reduced axis is the run; the others are walked by an odometer.
-    const int outer_rank = std::max(L.red_rank - 1, 0);
-    const int64_t run_n = L.red_rank ? L.red_dims[L.red_rank - 1] : 1;
-    const int64_t run_stride = L.red_rank ? L.red_strides[L.red_rank - 1] : 0;
-    const int64_t runs = L.n_red / run_n;
-    auto outputs = [&](int64_t begin, int64_t end) {
-      int64_t kidx[kMaxRank];
-      unravel_index(begin, L.kept_dims, L.kept_rank, kidx);
-      int64_t koff = offset_of(kidx, L.kept_strides, L.kept_rank);
-      for (int64_t o = begin; o < end; ++o) {
-        Acc acc = p.init(o);
-        int64_t ridx[kMaxRank] = {};
-        int64_t roff = 0;
-        for (int64_t r = 0; r < runs; ++r) {
-          acc = fold_run(p, acc, x + koff + roff, run_n, run_stride, r * run_n);
-          if (r + 1 < runs) roff += step_offset(ridx, L.red_dims, L.red_strides, outer_rank);
-        }
-        out[o] = p.finish(acc);
-        if (o + 1 < end) koff += step_offset(kidx, L.kept_dims, L.kept_strides, L.kept_rank);
+  const int outer_rank = std::max(L.red_rank - 1, 0);
+  const int64_t run_n = L.red_rank ? L.red_dims[L.red_rank - 1] : 1;
+  const int64_t run_stride = L.red_rank ? L.red_strides[L.red_rank - 1] : 0;
+  const int64_t runs = L.n_red / run_n;
+  auto outputs = [&](int64_t begin, int64_t end) {
+    int64_t kidx[kMaxRank];
+    unravel_index(begin, L.kept_dims, L.kept_rank, kidx);
+    int64_t koff = offset_of(kidx, L.kept_strides, L.kept_rank);
+    for (int64_t o = begin; o < end; ++o) {
+      Acc acc = p.init(o);
+      int64_t ridx[kMaxRank] = {};
+      int64_t roff = 0;
+      for (int64_t r = 0; r < runs; ++r) {
+        acc = fold_run(p, acc, x + koff + roff, run_n, run_stride, r * run_n);
+        if (r + 1 < runs) roff += step_offset(ridx, L.red_dims, L.red_strides, outer_rank);
       }
-    };
-    if (work <= kReduceGrain) outputs(0, L.n_out);
-    else kernels::parallel_for(L.n_out, std::max<int64_t>(1, kReduceGrain / L.n_red), outputs);
-    return;
-  }
+      out[o] = p.finish(acc);
+      if (o + 1 < end) koff += step_offset(kidx, L.kept_dims, L.kept_strides, L.kept_rank);
+    }
+  };
+  if (L.n_out * L.n_red <= kReduceGrain) outputs(0, L.n_out);
+  else kernels::parallel_for(L.n_out, std::max<int64_t>(1, kReduceGrain / L.n_red), outputs);
+}
 
-  // Row mode: tiles of contiguous outputs along the innermost kept axis.
+// run_reduction's row mode: tiles of contiguous outputs along the innermost kept axis, each
+// reduced row by row (whole contiguous rows are added at once when the policy can).
+template <typename P>
+void reduce_by_rows(const ReduceLayout& L, const typename P::In* x, typename P::Out* out, const P& p) {
+  using Acc = typename P::Acc;
   const int64_t width = L.kept_dims[L.kept_rank - 1];
   const int64_t lines = L.n_out / width;
   const int64_t tiles = (width + kRowTile - 1) / kRowTile;
@@ -272,8 +256,33 @@ void run_reduction(const ReduceLayout& L, const typename P::In* x, typename P::O
     }
   };
   const int64_t units_total = lines * tiles;
-  if (work <= kReduceGrain) units(0, units_total);
-  else kernels::parallel_for(units_total, std::max<int64_t>(1, kReduceGrain / (std::min(width, kRowTile) * L.n_red)), units);
+  if (L.n_out * L.n_red <= kReduceGrain) units(0, units_total);
+  else
+    kernels::parallel_for(units_total, std::max<int64_t>(1, kReduceGrain / (std::min(width, kRowTile) * L.n_red)),
+                          units);
+}
+
+// Runs policy `p` over input `x` (pointing at the first element) into the contiguous `out`.
+template <typename P>
+void run_reduction(const ReduceLayout& L, const typename P::In* x, typename P::Out* out, const P& p) {
+  if (L.n_out == 0) return;
+  if (L.n_red == 0) {  // empty reductions: the identity, without touching (possibly absent) memory
+    for (int64_t o = 0; o < L.n_out; ++o) out[o] = p.finish(p.init(o));
+    return;
+  }
+  if (L.n_red == 1) {  // one element per output (a sum over a size-1 axis): no runs to walk
+    int64_t kidx[kMaxRank] = {};
+    int64_t koff = 0;
+    for (int64_t o = 0; o < L.n_out; ++o) {
+      out[o] = p.finish(p.step(p.init(o), x[koff], 0));
+      if (o + 1 < L.n_out) koff += step_offset(kidx, L.kept_dims, L.kept_strides, L.kept_rank);
+    }
+    return;
+  }
+  const bool row_mode = L.kept_rank > 0 && L.kept_strides[L.kept_rank - 1] == 1 && L.red_rank > 0 &&
+                        L.red_strides[L.red_rank - 1] != 1;
+  if (row_mode) reduce_by_rows(L, x, out, p);
+  else reduce_by_runs(L, x, out, p);
 }
 
 }  // namespace ctrax::detail

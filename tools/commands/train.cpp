@@ -85,25 +85,69 @@ double peak_resident_mib() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
-// Runs until the agent is done (solved, its epochs or its step budget reached) or a stop is
-// requested. rewrite_config: save config.resolved to config.toml once the checkpoint is
-// restored (resume --epochs; a refused checkpoint leaves the file as it was).
-int train_until_done(const RunConfig& config, const fs::path& dir, bool rewrite_config = false) {
-  TaskPtr task = make_task(config);
+// The run's agent, writing TensorBoard events too and restored from the chosen checkpoint, if any.
+std::unique_ptr<Agent> make_run_agent(const RunConfig& config, const TaskPtr& task, const fs::path& dir) {
   RunConfig with_sinks = config;
   auto events = std::make_shared<TensorBoardMetricsSink>(dir);
   with_sinks.agent.sinks.push_back(events);
   // Each epoch's checkpoint is written while the next epoch runs (AgentOptions).
   with_sinks.agent.background_checkpoints = true;
-  std::unique_ptr<Agent> agent;
   try {
-    agent = make_agent(with_sinks, task, dir);  // restores the chosen checkpoint, if any
+    return make_agent(with_sinks, task, dir);
   } catch (...) {
     // A refused checkpoint leaves the run directory as it was: no new event file.
     std::error_code ignored;
     fs::remove(events->path(), ignored);
     throw;
   }
+}
+
+// Runs epochs until the agent is done or a stop (SIGINT, SIGTERM) is requested, showing progress;
+// returns the seconds taken. The last checkpoint is durable when it returns.
+double run_epochs(Agent& agent, const RunConfig& config, int64_t first_epoch) {
+  std::string eval_key;
+  if (!config.agent.eval_temperatures.empty() && config.agent.n_eval_episodes > 0)
+    eval_key = eval_metric_prefix(config.agent.eval_temperatures.front()) + "return_mean";
+  g_stop_requested = 0;
+  std::signal(SIGINT, request_stop);
+  std::signal(SIGTERM, request_stop);
+  Progress progress(stdout, ::isatty(::fileno(stdout)) == 1, first_epoch, config.epochs, eval_key, 2.0,
+                    config.total_env_steps);
+  const auto start = std::chrono::steady_clock::now();
+  while (!agent.done() && !g_stop_requested) {
+    const Metrics row = agent.run(1);
+    progress.epoch(agent.epoch(), row, agent.done() || g_stop_requested);
+  }
+  progress.end_line();
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  if (g_stop_requested) agent.save();  // the epoch's checkpoint, whatever checkpoint_every says
+  agent.finish_saving();               // the last checkpoint is durable before anything is said
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The learning curve is a convenience: without gnuplot the run still succeeds. Returns the note
+// for the summary ("" when none was drawn).
+std::string draw_learning_curve(const Agent& agent, const RunConfig& config, const fs::path& dir) {
+  const fs::path curve = dir / "learning_curve.png";
+  if (agent.epoch() == 0 || !gnuplot_available()) return "";
+  try {
+    PlotOptions plot;
+    plot.title = config.algorithm + " on " + config.env;
+    plot_learning_curves({dir}, curve, plot);
+    return ", learning curve " + curve.string();
+  } catch (const Error& e) {
+    std::fprintf(stderr, "ctrax: warning: no learning curve: %s\n", e.what());
+    return "";
+  }
+}
+
+// Runs until the agent is done (solved, its epochs or its step budget reached) or a stop is
+// requested. rewrite_config: save config.resolved to config.toml once the checkpoint is
+// restored (resume --epochs; a refused checkpoint leaves the file as it was).
+int train_until_done(const RunConfig& config, const fs::path& dir, bool rewrite_config = false) {
+  TaskPtr task = make_task(config);
+  std::unique_ptr<Agent> agent = make_run_agent(config, task, dir);
   if (rewrite_config) {
     std::ostringstream text;
     text << format_config(config.resolved) << "\n";
@@ -120,40 +164,8 @@ int train_until_done(const RunConfig& config, const fs::path& dir, bool rewrite_
                                 : "its epochs or step budget are spent; give --epochs to train longer");
     return 0;
   }
-  std::string eval_key;
-  if (!config.agent.eval_temperatures.empty() && config.agent.n_eval_episodes > 0)
-    eval_key = eval_metric_prefix(config.agent.eval_temperatures.front()) + "return_mean";
-
-  g_stop_requested = 0;
-  std::signal(SIGINT, request_stop);
-  std::signal(SIGTERM, request_stop);
-  Progress progress(stdout, ::isatty(::fileno(stdout)) == 1, first_epoch, config.epochs, eval_key, 2.0,
-                    config.total_env_steps);
-  const auto start = std::chrono::steady_clock::now();
-  while (!agent->done() && !g_stop_requested) {
-    const Metrics row = agent->run(1);
-    progress.epoch(agent->epoch(), row, agent->done() || g_stop_requested);
-  }
-  progress.end_line();
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
-  if (g_stop_requested) agent->save();  // the epoch's checkpoint, whatever checkpoint_every says
-  agent->finish_saving();               // the last checkpoint is durable before anything is said
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
-  // The learning curve is a convenience: without gnuplot the run still succeeds.
-  const fs::path curve = dir / "learning_curve.png";
-  std::string curve_note;
-  if (agent->epoch() > 0 && gnuplot_available()) {
-    try {
-      PlotOptions plot;
-      plot.title = config.algorithm + " on " + config.env;
-      plot_learning_curves({dir}, curve, plot);
-      curve_note = ", learning curve " + curve.string();
-    } catch (const Error& e) {
-      std::fprintf(stderr, "ctrax: warning: no learning curve: %s\n", e.what());
-    }
-  }
+  const double seconds = run_epochs(*agent, config, first_epoch);
+  const std::string curve_note = draw_learning_curve(*agent, config, dir);
   if (g_stop_requested) {
     std::printf("interrupted after epoch %lld; its checkpoint is saved. Continue with: ctrax resume %s\n",
                 static_cast<long long>(agent->epoch()), dir.c_str());
