@@ -22,20 +22,20 @@
 #include <variant>
 #include <vector>
 
-#include "op_list.h"
+#include "../base/op_list.h"
 #include "tensor.h"
 
 namespace ctrax {
 
 // One value per op of op_list.h, in table order.
 enum class OpId : uint8_t {
-#define CTRAX_OP_ENUM(name, differentiable) name,
+#define CTRAX_OP_ENUM(name, differentiable, result) name,
   CTRAX_FOR_EACH_OP(CTRAX_OP_ENUM)
 #undef CTRAX_OP_ENUM
 };
 
 inline constexpr bool kOpDifferentiable[] = {
-#define CTRAX_OP_DIFF(name, differentiable) differentiable,
+#define CTRAX_OP_DIFF(name, differentiable, result) differentiable,
     CTRAX_FOR_EACH_OP(CTRAX_OP_DIFF)
 #undef CTRAX_OP_DIFF
 };

@@ -168,7 +168,7 @@ inline int64_t ravel_broadcast(const std::vector<int64_t>& idx, const Shape& sha
 // ---- Op coverage --------------------------------------------------------------------------
 // Each test file that checks ops against a reference declares them with
 // CTRAX_OPS_TESTED(add, sub, ...). tests/tensor/test_op_coverage.cpp then fails when an op of
-// tensor/op_list.h has no reference test, so a new op cannot land untested.
+// base/op_list.h has no reference test, so a new op cannot land untested.
 inline std::set<std::string>& ops_with_reference_tests() {
   static std::set<std::string> names;
   return names;

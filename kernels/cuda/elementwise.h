@@ -17,26 +17,36 @@
 
 #include <cstdint>
 
+#include "../../base/op_list.h"
 #include "strided.h"
 
 namespace ctrax::kernels::cuda {
 
-// gelu is the exact x Phi(x); gelu_tanh its tanh approximation. clip takes its bounds in
-// p0, p1 (converted to the element type with the saturating rule of tensor/convert.h).
+// The unary and binary families of base/op_list.h, in its order (so an OpId converts by
+// position), plus gelu_tanh: gelu is the exact x Phi(x), gelu_tanh its tanh approximation
+// (OpId gelu with approximate = true). clip takes its bounds in p0, p1 (converted to the element
+// type with the saturating rule of tensor/convert.h).
 enum class UnaryOp : uint8_t {
-  neg, abs, sign, exp, log, log1p, expm1, sqrt, rsqrt, square, reciprocal, tanh, sigmoid, softplus, relu,
-  gelu, gelu_tanh, sin, cos, floor, ceil, round, clip, isnan, isfinite, logical_not
+#define CTRAX_CUDA_OP(name, differentiable, result) name,
+  CTRAX_FOR_EACH_UNARY_OP(CTRAX_CUDA_OP) gelu_tanh
 };
 
 // Comparisons and logical ops give bool (uint8 0/1); the others give the computation type.
-enum class BinaryOp : uint8_t {
-  add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge, logical_and, logical_or
-};
+enum class BinaryOp : uint8_t { CTRAX_FOR_EACH_BINARY_OP(CTRAX_CUDA_OP) };
+#undef CTRAX_CUDA_OP
 
-// True when `op` writes bool rather than the computation type.
-inline bool binary_gives_bool(BinaryOp op) { return op >= BinaryOp::eq; }
+namespace detail {
+inline constexpr bool kUnaryGivesBool[] = {
+#define CTRAX_GIVES_BOOL(name, differentiable, result) (#result[0] == 'b'),
+    CTRAX_FOR_EACH_UNARY_OP(CTRAX_GIVES_BOOL) false /* gelu_tanh */};
+inline constexpr bool kBinaryGivesBool[] = {CTRAX_FOR_EACH_BINARY_OP(CTRAX_GIVES_BOOL)};
+#undef CTRAX_GIVES_BOOL
+}  // namespace detail
+
+// True when `op` writes bool rather than the computation type (the table's result column).
+inline bool binary_gives_bool(BinaryOp op) { return detail::kBinaryGivesBool[static_cast<int>(op)]; }
 // True when `op` writes bool rather than the input type.
-inline bool unary_gives_bool(UnaryOp op) { return op >= UnaryOp::isnan; }
+inline bool unary_gives_bool(UnaryOp op) { return detail::kUnaryGivesBool[static_cast<int>(op)]; }
 
 // out = op(x). x_t is the computation type; out_t must be x_t, or boolean for isnan,
 // isfinite and logical_not.

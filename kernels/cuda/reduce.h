@@ -22,11 +22,17 @@
 
 #include <cstdint>
 
+#include "../../base/op_list.h"
 #include "strided.h"
 
 namespace ctrax::kernels::cuda {
 
-enum class ReduceOp : int { sum, mean, prod, max, min, any, all, argmax, argmin, var, std, logsumexp };
+// The reduction family of base/op_list.h, in its order (an OpId converts by position).
+enum class ReduceOp : int {
+#define CTRAX_CUDA_REDUCE_OP(name, differentiable, result) name,
+  CTRAX_FOR_EACH_REDUCE_OP(CTRAX_CUDA_REDUCE_OP)
+#undef CTRAX_CUDA_REDUCE_OP
+};
 
 // out[r] = op(x[r * len .. r * len + len)) for r < rows. x holds in_type elements; out_type
 // must be the type reduce.cpp gives the op. `correction` is var/std's ddof. Asynchronous on

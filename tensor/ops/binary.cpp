@@ -26,16 +26,14 @@
 #include "../ops.h"
 #include "../trace.h"
 #include "elementwise_util.h"
+#include "op_kinds.h"
 
 namespace ctrax {
 
 namespace {
 
-using kernels::BinaryKernel;
-using ops_detail::kNoKernel;
 namespace kc = kernels::cuda;
 
-constexpr int kernel_id(BinaryKernel k) { return static_cast<int>(k); }
 
 // ---- dtype rules ------------------------------------------------------------------------------
 
@@ -57,57 +55,47 @@ DType compute_dtype(Rule rule, DType a, DType b, const char* op) {
 
 DType result_dtype(Rule rule, DType compute) { return rule == Rule::to_bool ? DType::boolean : compute; }
 
-// ---- the ops, as (rule, kernel, per-element function) ----------------------------------------
+// ---- the ops, as (op, dtype rule, per-element function); backends follow from the op ----------------------------------------
 
 struct Add {
-  static constexpr const char* name = "add";
-  static constexpr kc::BinaryOp cuda = kc::BinaryOp::add;
+  static constexpr OpId op = OpId::add;
   static constexpr Rule rule = Rule::arithmetic;
-  static constexpr int kernel = kernel_id(BinaryKernel::add);
   template <typename T>
   static T apply(T a, T b) {
     if constexpr (std::is_integral_v<T>) return ops_detail::wrap_add(a, b);
-    else return kernels::binary_value<BinaryKernel::add>(a, b);
+    else return ops_detail::vector_formula<OpId::add>(a, b);
   }
 };
 struct Sub {
-  static constexpr const char* name = "sub";
-  static constexpr kc::BinaryOp cuda = kc::BinaryOp::sub;
+  static constexpr OpId op = OpId::sub;
   static constexpr Rule rule = Rule::arithmetic;
-  static constexpr int kernel = kernel_id(BinaryKernel::sub);
   template <typename T>
   static T apply(T a, T b) {
     if constexpr (std::is_integral_v<T>) return ops_detail::wrap_sub(a, b);
-    else return kernels::binary_value<BinaryKernel::sub>(a, b);
+    else return ops_detail::vector_formula<OpId::sub>(a, b);
   }
 };
 struct Mul {
-  static constexpr const char* name = "mul";
-  static constexpr kc::BinaryOp cuda = kc::BinaryOp::mul;
+  static constexpr OpId op = OpId::mul;
   static constexpr Rule rule = Rule::arithmetic;
-  static constexpr int kernel = kernel_id(BinaryKernel::mul);
   template <typename T>
   static T apply(T a, T b) {
     if constexpr (std::is_integral_v<T>) return ops_detail::wrap_mul(a, b);
-    else return kernels::binary_value<BinaryKernel::mul>(a, b);
+    else return ops_detail::vector_formula<OpId::mul>(a, b);
   }
 };
 struct Div {
-  static constexpr const char* name = "div";
-  static constexpr kc::BinaryOp cuda = kc::BinaryOp::div;
+  static constexpr OpId op = OpId::div;
   static constexpr Rule rule = Rule::true_division;
-  static constexpr int kernel = kernel_id(BinaryKernel::div);
   template <typename T>
   static T apply(T a, T b) {
     if constexpr (std::is_integral_v<T>) return b == T(0) ? T(0) : T(a / b);  // never runs: div computes in float
-    else return kernels::binary_value<BinaryKernel::div>(a, b);
+    else return ops_detail::vector_formula<OpId::div>(a, b);
   }
 };
 struct Pow {
-  static constexpr const char* name = "pow";
-  static constexpr kc::BinaryOp cuda = kc::BinaryOp::pow;
+  static constexpr OpId op = OpId::pow;
   static constexpr Rule rule = Rule::arithmetic;
-  static constexpr int kernel = kNoKernel;
   template <typename T>
   static T apply(T a, T b) {
     if constexpr (std::is_floating_point_v<T>) {
@@ -126,45 +114,35 @@ struct Pow {
   }
 };
 struct Maximum {
-  static constexpr const char* name = "maximum";
-  static constexpr kc::BinaryOp cuda = kc::BinaryOp::maximum;
+  static constexpr OpId op = OpId::maximum;
   static constexpr Rule rule = Rule::any;
-  static constexpr int kernel = kernel_id(BinaryKernel::maximum);
   template <typename T>
-  static T apply(T a, T b) { return kernels::binary_value<BinaryKernel::maximum>(a, b); }
+  static T apply(T a, T b) { return ops_detail::vector_formula<OpId::maximum>(a, b); }
 };
 struct Minimum {
-  static constexpr const char* name = "minimum";
-  static constexpr kc::BinaryOp cuda = kc::BinaryOp::minimum;
+  static constexpr OpId op = OpId::minimum;
   static constexpr Rule rule = Rule::any;
-  static constexpr int kernel = kernel_id(BinaryKernel::minimum);
   template <typename T>
-  static T apply(T a, T b) { return kernels::binary_value<BinaryKernel::minimum>(a, b); }
+  static T apply(T a, T b) { return ops_detail::vector_formula<OpId::minimum>(a, b); }
 };
 
-#define CTRAX_BOOL_BINARY(Name, text, expression)       \
-  struct Name {                                         \
-    static constexpr const char* name = text;           \
-    static constexpr kc::BinaryOp cuda = Name##_op; \
-    static constexpr Rule rule = Rule::to_bool;         \
-    static constexpr int kernel = kNoKernel;            \
-    template <typename T>                               \
-    static uint8_t apply(T a, T b) {                    \
-      return (expression) ? 1 : 0;                      \
-    }                                                   \
+#define CTRAX_BOOL_BINARY(Name, op_id, expression) \
+  struct Name {                                    \
+    static constexpr OpId op = OpId::op_id;        \
+    static constexpr Rule rule = Rule::to_bool;    \
+    template <typename T>                          \
+    static uint8_t apply(T a, T b) {               \
+      return (expression) ? 1 : 0;                 \
+    }                                              \
   };
-// The CUDA op ids under the struct names, for the macro above.
-constexpr kc::BinaryOp Eq_op = kc::BinaryOp::eq, Ne_op = kc::BinaryOp::ne, Lt_op = kc::BinaryOp::lt,
-                       Le_op = kc::BinaryOp::le, Gt_op = kc::BinaryOp::gt, Ge_op = kc::BinaryOp::ge,
-                       LogicalAnd_op = kc::BinaryOp::logical_and, LogicalOr_op = kc::BinaryOp::logical_or;
-CTRAX_BOOL_BINARY(Eq, "eq", a == b)
-CTRAX_BOOL_BINARY(Ne, "ne", a != b)
-CTRAX_BOOL_BINARY(Lt, "lt", a < b)
-CTRAX_BOOL_BINARY(Le, "le", a <= b)
-CTRAX_BOOL_BINARY(Gt, "gt", a > b)
-CTRAX_BOOL_BINARY(Ge, "ge", a >= b)
-CTRAX_BOOL_BINARY(LogicalAnd, "logical_and", a != T(0) && b != T(0))
-CTRAX_BOOL_BINARY(LogicalOr, "logical_or", a != T(0) || b != T(0))
+CTRAX_BOOL_BINARY(Eq, eq, a == b)
+CTRAX_BOOL_BINARY(Ne, ne, a != b)
+CTRAX_BOOL_BINARY(Lt, lt, a < b)
+CTRAX_BOOL_BINARY(Le, le, a <= b)
+CTRAX_BOOL_BINARY(Gt, gt, a > b)
+CTRAX_BOOL_BINARY(Ge, ge, a >= b)
+CTRAX_BOOL_BINARY(LogicalAnd, logical_and, a != T(0) && b != T(0))
+CTRAX_BOOL_BINARY(LogicalOr, logical_or, a != T(0) || b != T(0))
 #undef CTRAX_BOOL_BINARY
 
 // ---- drivers ----------------------------------------------------------------------------------
@@ -195,16 +173,16 @@ void require_valid_exponent(const Tensor& exponent) {
 
 template <typename Op>
 Tensor binary_op(const Tensor& a, const Tensor& b) {
-  ops_detail::require_defined_input(a, Op::name, "a");
-  ops_detail::require_defined_input(b, Op::name, "b");
-  ops_detail::require_same_device(Op::name, a.device(), b, "b");
-  const Shape shape = broadcast_shapes(a.shape(), b.shape(), Op::name);
-  const DType dtype = compute_dtype(Op::rule, a.dtype(), b.dtype(), Op::name);
+  ops_detail::require_defined_input(a, op_name(Op::op), "a");
+  ops_detail::require_defined_input(b, op_name(Op::op), "b");
+  ops_detail::require_same_device(op_name(Op::op), a.device(), b, "b");
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), op_name(Op::op));
+  const DType dtype = compute_dtype(Op::rule, a.dtype(), b.dtype(), op_name(Op::op));
   const Tensor ac = a.to(dtype);
   const Tensor bc = b.to(dtype);
   if (a.device().is_cuda()) {
     dispatch_dtype(dtype, [&](auto tag) { require_valid_exponent<Op, decltype(tag)>(bc); });
-    return ops_detail::cuda_binary(Op::cuda, ac, bc, shape, dtype, result_dtype(Op::rule, dtype));
+    return ops_detail::cuda_binary(ops_detail::cuda_binary_op(Op::op), ac, bc, shape, dtype, result_dtype(Op::rule, dtype));
   }
   Tensor out(shape, result_dtype(Op::rule, dtype));
   dispatch_dtype(dtype, [&](auto tag) {
@@ -212,7 +190,7 @@ Tensor binary_op(const Tensor& a, const Tensor& b) {
     using Out = decltype(Op::apply(T{}, T{}));
     require_valid_exponent<Op, T>(bc);
     detail::KernelScope scope;
-    ops_detail::map_binary<T, Out, Op::kernel>(out, static_cast<const char*>(ac.raw_data()),
+    ops_detail::map_binary<T, Out, ops_detail::vector_kernel(Op::op)>(out, static_cast<const char*>(ac.raw_data()),
                                                detail::broadcast_byte_strides(ac, shape),
                                                static_cast<const char*>(bc.raw_data()),
                                                detail::broadcast_byte_strides(bc, shape),
@@ -225,10 +203,10 @@ Tensor binary_op(const Tensor& a, const Tensor& b) {
 // categories agree (ops_detail::weak_scalar_dtype).
 template <typename Op>
 Tensor binary_scalar_op(const Tensor& t, Scalar s, bool scalar_first) {
-  ops_detail::require_defined_input(t, Op::name, scalar_first ? "b" : "a");
+  ops_detail::require_defined_input(t, op_name(Op::op), scalar_first ? "b" : "a");
   const DType sd = ops_detail::weak_scalar_dtype(t.dtype(), s.is_floating);
-  const DType dtype = scalar_first ? compute_dtype(Op::rule, sd, t.dtype(), Op::name)
-                                   : compute_dtype(Op::rule, t.dtype(), sd, Op::name);
+  const DType dtype = scalar_first ? compute_dtype(Op::rule, sd, t.dtype(), op_name(Op::op))
+                                   : compute_dtype(Op::rule, t.dtype(), sd, op_name(Op::op));
   const Tensor tc = t.to(dtype);
   const bool on_cuda = tc.device().is_cuda();
   Tensor out = on_cuda ? Tensor() : Tensor(t.shape(), result_dtype(Op::rule, dtype));
@@ -245,7 +223,7 @@ Tensor binary_scalar_op(const Tensor& t, Scalar s, bool scalar_first) {
       }
     }
     if (on_cuda) {
-      out = ops_detail::cuda_binary_scalar(Op::cuda, tc, dtype, result_dtype(Op::rule, dtype), s.value, scalar_first);
+      out = ops_detail::cuda_binary_scalar(ops_detail::cuda_binary_op(Op::op), tc, dtype, result_dtype(Op::rule, dtype), s.value, scalar_first);
       return;
     }
     detail::KernelScope scope;
@@ -255,8 +233,8 @@ Tensor binary_scalar_op(const Tensor& t, Scalar s, bool scalar_first) {
     const Shape zero = Shape::filled(t.rank(), 0);
     const auto f = [](T x, T y) { return Op::apply(x, y); };
     using ops_detail::ScalarOperand;
-    if (scalar_first) ops_detail::map_binary<T, Out, Op::kernel>(out, sp, zero, tp, ts, f, ScalarOperand::a);
-    else ops_detail::map_binary<T, Out, Op::kernel>(out, tp, ts, sp, zero, f, ScalarOperand::b);
+    if (scalar_first) ops_detail::map_binary<T, Out, ops_detail::vector_kernel(Op::op)>(out, sp, zero, tp, ts, f, ScalarOperand::a);
+    else ops_detail::map_binary<T, Out, ops_detail::vector_kernel(Op::op)>(out, tp, ts, sp, zero, f, ScalarOperand::b);
   });
   return out;
 }

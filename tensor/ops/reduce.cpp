@@ -34,6 +34,7 @@
 #include "../ops.h"
 #include "../plan.h"
 #include "../trace.h"
+#include "op_kinds.h"
 #include "reduce_util.h"
 
 namespace ctrax {
@@ -227,13 +228,12 @@ Tensor reduce_into(const Tensor& x, const ReducePlan& plan, DType out_dtype, con
 // (in their order, so a row position is the row-major position argmax reports) and the rows
 // are reduced by one kernel. Without the CUDA backend no tensor lives on a GPU, so it is
 // never reached.
-using kernels::cuda::ReduceOp;
-Tensor cuda_reduce(const Tensor& x, const ReducePlan& plan, ReduceOp op, DType out_dtype, int64_t correction = 0) {
+Tensor cuda_reduce(const Tensor& x, const ReducePlan& plan, OpId op, DType out_dtype, int64_t correction = 0) {
   cuda_detail::use_device_of(x);
   Tensor out(plan.out_shape, out_dtype, x.device());
   if (plan.layout.n_out == 0) return out;
   const Tensor rows = x.permute(plan.kept_then_reduced).contiguous();
-  kernels::cuda::reduce_rows(op, rows.device_data(), cuda_detail::element_type(x.dtype()), out.device_data(),
+  kernels::cuda::reduce_rows(ops_detail::cuda_reduce_op(op), rows.device_data(), cuda_detail::element_type(x.dtype()), out.device_data(),
                              cuda_detail::element_type(out_dtype), plan.layout.n_out, plan.layout.n_red, correction);
   return out;
 }
@@ -282,7 +282,7 @@ Tensor variance(const Tensor& x, const std::vector<int>& axes, bool keepdims, in
   CTRAX_REQUIRE(correction >= 0, op, ": correction must be >= 0, got ", correction);
   require_elements(x, plan, axes, op);
   const DType out_dtype = real_result_dtype(x.dtype());
-  if (x.device().is_cuda()) return cuda_reduce(x, plan, take_sqrt ? ReduceOp::std : ReduceOp::var, out_dtype, correction);
+  if (x.device().is_cuda()) return cuda_reduce(x, plan, take_sqrt ? OpId::std : OpId::var, out_dtype, correction);
   return dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const HostScratch means = means_of<T>(x, plan);
@@ -298,7 +298,7 @@ template <bool kMax>
 Tensor extremum(const Tensor& x, const std::vector<int>& axes, bool keepdims, const char* op) {
   const ReducePlan plan = detail::plan_reduce(x, axes, keepdims, op);
   require_elements(x, plan, axes, op);
-  if (x.device().is_cuda()) return cuda_reduce(x, plan, kMax ? ReduceOp::max : ReduceOp::min, x.dtype());
+  if (x.device().is_cuda()) return cuda_reduce(x, plan, kMax ? OpId::max : OpId::min, x.dtype());
   return dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     return reduce_into(x, plan, x.dtype(), Extremum<T, kMax>{});
@@ -308,7 +308,7 @@ Tensor extremum(const Tensor& x, const std::vector<int>& axes, bool keepdims, co
 template <bool kAny>
 Tensor any_all(const Tensor& x, const std::vector<int>& axes, bool keepdims, const char* op) {
   const ReducePlan plan = detail::plan_reduce(x, axes, keepdims, op);
-  if (x.device().is_cuda()) return cuda_reduce(x, plan, kAny ? ReduceOp::any : ReduceOp::all, DType::boolean);
+  if (x.device().is_cuda()) return cuda_reduce(x, plan, kAny ? OpId::any : OpId::all, DType::boolean);
   return dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     return reduce_into(x, plan, DType::boolean, AnyAll<T, kAny>{});
@@ -319,7 +319,7 @@ template <bool kMax>
 Tensor arg_extremum(const Tensor& x, const std::vector<int>& axes, bool keepdims, const char* op) {
   const ReducePlan plan = detail::plan_reduce(x, axes, keepdims, op);
   require_elements(x, plan, axes, op);
-  if (x.device().is_cuda()) return cuda_reduce(x, plan, kMax ? ReduceOp::argmax : ReduceOp::argmin, DType::int64);
+  if (x.device().is_cuda()) return cuda_reduce(x, plan, kMax ? OpId::argmax : OpId::argmin, DType::int64);
   return dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     return reduce_into(x, plan, DType::int64, ArgExtremum<T, kMax>{});
@@ -351,7 +351,7 @@ Tensor sum(const Tensor& x, const std::vector<int>& axes, bool keepdims) {
   return traced_op(OpId::sum, {&x}, [&] {
     const ReducePlan plan = detail::plan_reduce(x, axes, keepdims, "sum");
     if (x.device().is_cuda())
-      return cuda_reduce(x, plan, ReduceOp::sum, is_floating(x.dtype()) ? x.dtype() : DType::int64);
+      return cuda_reduce(x, plan, OpId::sum, is_floating(x.dtype()) ? x.dtype() : DType::int64);
     return dispatch_dtype(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       if constexpr (std::is_floating_point_v<T>) return reduce_into(x, plan, x.dtype(), SumInDouble<T, T>{});
@@ -365,7 +365,7 @@ Tensor mean(const Tensor& x, const std::vector<int>& axes, bool keepdims) {
     const ReducePlan plan = detail::plan_reduce(x, axes, keepdims, "mean");
     require_elements(x, plan, axes, "mean");
     const DType out_dtype = real_result_dtype(x.dtype());
-    if (x.device().is_cuda()) return cuda_reduce(x, plan, ReduceOp::mean, out_dtype);
+    if (x.device().is_cuda()) return cuda_reduce(x, plan, OpId::mean, out_dtype);
     return dispatch_dtype(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       return dispatch_floating(out_dtype, [&](auto out_tag) {
@@ -406,7 +406,7 @@ Tensor prod(const Tensor& x, const std::vector<int>& axes, bool keepdims) {
   return traced_op(OpId::prod, {&x}, [&] {
     const ReducePlan plan = detail::plan_reduce(x, axes, keepdims, "prod");
     if (x.device().is_cuda())
-      return cuda_reduce(x, plan, ReduceOp::prod, is_floating(x.dtype()) ? x.dtype() : DType::int64);
+      return cuda_reduce(x, plan, OpId::prod, is_floating(x.dtype()) ? x.dtype() : DType::int64);
     return dispatch_dtype(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       if constexpr (std::is_floating_point_v<T>) return reduce_into(x, plan, x.dtype(), ProdFloating<T>{});
@@ -420,7 +420,7 @@ Tensor logsumexp(const Tensor& x, const std::vector<int>& axes, bool keepdims) {
     const ReducePlan plan = detail::plan_reduce(x, axes, keepdims, "logsumexp");
     require_elements(x, plan, axes, "logsumexp");
     const DType out_dtype = real_result_dtype(x.dtype());
-    if (x.device().is_cuda()) return cuda_reduce(x, plan, ReduceOp::logsumexp, out_dtype);
+    if (x.device().is_cuda()) return cuda_reduce(x, plan, OpId::logsumexp, out_dtype);
     return dispatch_dtype(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       auto maxima = std::make_shared<std::vector<double>>(static_cast<size_t>(plan.layout.n_out));

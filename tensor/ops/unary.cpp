@@ -22,6 +22,7 @@
 #include "../ops.h"
 #include "../trace.h"
 #include "elementwise_util.h"
+#include "op_kinds.h"
 #include <climits>
 
 #include "../../kernels/cuda/backend.h"
@@ -32,12 +33,9 @@ namespace ctrax {
 
 namespace {
 
-using kernels::UnaryKernel;
-using ops_detail::kNoKernel;
 using ops_detail::map_unary;
 namespace kc = kernels::cuda;
 
-constexpr int kernel_id(UnaryKernel k) { return static_cast<int>(k); }
 
 // cuDNN's activation when it is selected and the layout fits (a non-empty contiguous float
 // tensor on a GPU, within cuDNN's int sizes); otherwise an undefined tensor, and the caller
@@ -53,8 +51,10 @@ Tensor cudnn_activation_if_selected(const Tensor& x, kc::CudnnActivation activat
 }
 
 // Real-valued op: computes in float32 (or float64 for float64 input).
-template <int Kernel = kNoKernel, typename F>
-Tensor real_unary(const Tensor& x, const char* op, kc::UnaryOp cuda_op, F f) {
+template <OpId Op, typename F>
+Tensor real_unary(const Tensor& x, F f, kc::UnaryOp cuda_op = ops_detail::cuda_unary_op(Op)) {
+  constexpr int Kernel = ops_detail::vector_kernel(Op);
+  const char* op = op_name(Op);
   ops_detail::require_defined_input(x, op, "x");
   const Tensor xf = is_floating(x.dtype()) ? x : x.to(DType::float32);
   if (xf.device().is_cuda()) return ops_detail::cuda_unary(cuda_op, xf, xf.dtype());
@@ -72,8 +72,10 @@ inline void require_not_bool(const Tensor& x, const char* op) {
 }
 
 // Arithmetic op: same dtype in and out, bool rejected.
-template <int Kernel = kNoKernel, typename F>
-Tensor arithmetic_unary(const Tensor& x, const char* op, kc::UnaryOp cuda_op, F f) {
+template <OpId Op, typename F>
+Tensor arithmetic_unary(const Tensor& x, F f, kc::UnaryOp cuda_op = ops_detail::cuda_unary_op(Op)) {
+  constexpr int Kernel = ops_detail::vector_kernel(Op);
+  const char* op = op_name(Op);
   ops_detail::require_defined_input(x, op, "x");
   require_not_bool(x, op);
   if (x.device().is_cuda()) return ops_detail::cuda_unary(cuda_op, x, x.dtype());
@@ -86,8 +88,10 @@ Tensor arithmetic_unary(const Tensor& x, const char* op, kc::UnaryOp cuda_op, F 
 }
 
 // Rounding op: floating inputs are rounded, integer and bool ones copied.
-template <typename F>
-Tensor rounding_unary(const Tensor& x, const char* op, kc::UnaryOp cuda_op, F f) {
+template <OpId Op, typename F>
+Tensor rounding_unary(const Tensor& x, F f) {
+  const char* op = op_name(Op);
+  const kc::UnaryOp cuda_op = ops_detail::cuda_unary_op(Op);
   ops_detail::require_defined_input(x, op, "x");
   if (!is_floating(x.dtype())) return x.clone();
   if (x.device().is_cuda()) return ops_detail::cuda_unary(cuda_op, x, x.dtype());
@@ -100,8 +104,10 @@ Tensor rounding_unary(const Tensor& x, const char* op, kc::UnaryOp cuda_op, F f)
 }
 
 // Test op: any dtype in, bool (stored as uint8_t 0/1) out.
-template <typename F>
-Tensor test_unary(const Tensor& x, const char* op, kc::UnaryOp cuda_op, F f) {
+template <OpId Op, typename F>
+Tensor test_unary(const Tensor& x, F f) {
+  const char* op = op_name(Op);
+  const kc::UnaryOp cuda_op = ops_detail::cuda_unary_op(Op);
   ops_detail::require_defined_input(x, op, "x");
   if (x.device().is_cuda()) return ops_detail::cuda_unary(cuda_op, x, DType::boolean);
   Tensor out(x.shape(), DType::boolean);
@@ -116,7 +122,7 @@ Tensor test_unary(const Tensor& x, const char* op, kc::UnaryOp cuda_op, F f) {
 template <typename T>
 T negate(T v) {
   if constexpr (std::is_integral_v<T>) return ops_detail::wrap_sub(T(0), v);
-  else return kernels::unary_value<UnaryKernel::neg>(v);
+  else return ops_detail::vector_formula<OpId::neg>(v);
 }
 
 // Round half to even: floor, then step up when the fraction is above one half, or exactly
@@ -136,13 +142,13 @@ T round_half_even(T v) {
 
 Tensor neg(const Tensor& x) {
   return traced_op(OpId::neg, {&x}, [&] {
-    return arithmetic_unary<kernel_id(UnaryKernel::neg)>(x, "neg", kc::UnaryOp::neg, [](auto v) { return negate(v); });
+    return arithmetic_unary<OpId::neg>(x, [](auto v) { return negate(v); });
   });
 }
 
 Tensor abs(const Tensor& x) {
   return traced_op(OpId::abs, {&x}, [&] {
-    return arithmetic_unary(x, "abs", kc::UnaryOp::abs, [](auto v) {
+    return arithmetic_unary<OpId::abs>(x, [](auto v) {
       using T = decltype(v);
       if constexpr (std::is_integral_v<T>) return v < T(0) ? negate(v) : v;
       else return std::fabs(v);
@@ -152,7 +158,7 @@ Tensor abs(const Tensor& x) {
 
 Tensor sign(const Tensor& x) {
   // 0, -0 and NaN are returned as they are.
-  return arithmetic_unary(x, "sign", kc::UnaryOp::sign, [](auto v) {
+  return arithmetic_unary<OpId::sign>(x, [](auto v) {
     using T = decltype(v);
     return v > T(0) ? T(1) : (v < T(0) ? T(-1) : v);
   });
@@ -160,10 +166,10 @@ Tensor sign(const Tensor& x) {
 
 Tensor square(const Tensor& x) {
   return traced_op(OpId::square, {&x}, [&] {
-    return arithmetic_unary<kernel_id(UnaryKernel::square)>(x, "square", kc::UnaryOp::square, [](auto v) {
+    return arithmetic_unary<OpId::square>(x, [](auto v) {
       using T = decltype(v);
       if constexpr (std::is_integral_v<T>) return ops_detail::wrap_mul(v, v);
-      else return kernels::unary_value<UnaryKernel::square>(v);
+      else return ops_detail::vector_formula<OpId::square>(v);
     });
   });
 }
@@ -171,7 +177,7 @@ Tensor square(const Tensor& x) {
 Tensor relu(const Tensor& x) {
   return traced_op(OpId::relu, {&x}, [&] {
     if (Tensor y = cudnn_activation_if_selected(x, kc::CudnnActivation::relu); y.defined()) return y;
-    return arithmetic_unary<kernel_id(UnaryKernel::relu)>(x, "relu", kc::UnaryOp::relu, [](auto v) {
+    return arithmetic_unary<OpId::relu>(x, [](auto v) {
       using T = decltype(v);
       return v <= T(0) ? T(0) : v;  // kernels::unary_value<relu> for floats: +0 for -0, NaN kept
     });
@@ -188,7 +194,7 @@ Tensor clip(const Tensor& x, Scalar lo, Scalar hi) {
     const DType dtype = (lo.is_floating || hi.is_floating) ? ops_detail::weak_scalar_dtype(x.dtype(), true) : x.dtype();
     const Tensor xc = x.to(dtype);
     // The bounds travel as doubles and are saturate-cast to the element type in the launch.
-    if (xc.device().is_cuda()) return ops_detail::cuda_unary(kc::UnaryOp::clip, xc, dtype, lo.value, hi.value);
+    if (xc.device().is_cuda()) return ops_detail::cuda_unary(ops_detail::cuda_unary_op(OpId::clip), xc, dtype, lo.value, hi.value);
     Tensor out(xc.shape(), dtype);
     dispatch_dtype(dtype, [&](auto tag) {
       using T = decltype(tag);
@@ -205,45 +211,43 @@ Tensor clip(const Tensor& x, Scalar lo, Scalar hi) {
 
 Tensor exp(const Tensor& x) {
   return traced_op(OpId::exp, {&x}, [&] {
-    return real_unary<kernel_id(UnaryKernel::exp)>(x, "exp", kc::UnaryOp::exp, [](auto v) { return kernels::unary_value<UnaryKernel::exp>(v); });
+    return real_unary<OpId::exp>(x, [](auto v) { return ops_detail::vector_formula<OpId::exp>(v); });
   });
 }
 Tensor tanh(const Tensor& x) {
   return traced_op(OpId::tanh, {&x}, [&] {
     if (Tensor y = cudnn_activation_if_selected(x, kc::CudnnActivation::tanh); y.defined()) return y;
-    return real_unary<kernel_id(UnaryKernel::tanh)>(x, "tanh",
-                                                    kc::UnaryOp::tanh, [](auto v) { return kernels::unary_value<UnaryKernel::tanh>(v); });
+    return real_unary<OpId::tanh>(x, [](auto v) { return ops_detail::vector_formula<OpId::tanh>(v); });
   });
 }
 Tensor sigmoid(const Tensor& x) {
   return traced_op(OpId::sigmoid, {&x}, [&] {
     if (Tensor y = cudnn_activation_if_selected(x, kc::CudnnActivation::sigmoid); y.defined()) return y;
-    return real_unary<kernel_id(UnaryKernel::sigmoid)>(
-        x, "sigmoid", kc::UnaryOp::sigmoid, [](auto v) { return kernels::unary_value<UnaryKernel::sigmoid>(v); });
+    return real_unary<OpId::sigmoid>(x, [](auto v) { return ops_detail::vector_formula<OpId::sigmoid>(v); });
   });
 }
-Tensor log(const Tensor& x) { return traced_op(OpId::log, {&x}, [&] { return real_unary(x, "log", kc::UnaryOp::log, [](auto v) { return std::log(v); }); }); }
-Tensor log1p(const Tensor& x) { return traced_op(OpId::log1p, {&x}, [&] { return real_unary(x, "log1p", kc::UnaryOp::log1p, [](auto v) { return std::log1p(v); }); }); }
-Tensor expm1(const Tensor& x) { return traced_op(OpId::expm1, {&x}, [&] { return real_unary(x, "expm1", kc::UnaryOp::expm1, [](auto v) { return std::expm1(v); }); }); }
-Tensor sqrt(const Tensor& x) { return traced_op(OpId::sqrt, {&x}, [&] { return real_unary(x, "sqrt", kc::UnaryOp::sqrt, [](auto v) { return std::sqrt(v); }); }); }
+Tensor log(const Tensor& x) { return traced_op(OpId::log, {&x}, [&] { return real_unary<OpId::log>(x, [](auto v) { return std::log(v); }); }); }
+Tensor log1p(const Tensor& x) { return traced_op(OpId::log1p, {&x}, [&] { return real_unary<OpId::log1p>(x, [](auto v) { return std::log1p(v); }); }); }
+Tensor expm1(const Tensor& x) { return traced_op(OpId::expm1, {&x}, [&] { return real_unary<OpId::expm1>(x, [](auto v) { return std::expm1(v); }); }); }
+Tensor sqrt(const Tensor& x) { return traced_op(OpId::sqrt, {&x}, [&] { return real_unary<OpId::sqrt>(x, [](auto v) { return std::sqrt(v); }); }); }
 Tensor rsqrt(const Tensor& x) {
   return traced_op(OpId::rsqrt, {&x}, [&] {
-    return real_unary(x, "rsqrt", kc::UnaryOp::rsqrt, [](auto v) { return decltype(v)(1) / std::sqrt(v); });
+    return real_unary<OpId::rsqrt>(x, [](auto v) { return decltype(v)(1) / std::sqrt(v); });
   });
 }
 Tensor reciprocal(const Tensor& x) {
   return traced_op(OpId::reciprocal, {&x}, [&] {
-    return real_unary(x, "reciprocal", kc::UnaryOp::reciprocal, [](auto v) { return decltype(v)(1) / v; });
+    return real_unary<OpId::reciprocal>(x, [](auto v) { return decltype(v)(1) / v; });
   });
 }
-Tensor sin(const Tensor& x) { return traced_op(OpId::sin, {&x}, [&] { return real_unary(x, "sin", kc::UnaryOp::sin, [](auto v) { return std::sin(v); }); }); }
-Tensor cos(const Tensor& x) { return traced_op(OpId::cos, {&x}, [&] { return real_unary(x, "cos", kc::UnaryOp::cos, [](auto v) { return std::cos(v); }); }); }
+Tensor sin(const Tensor& x) { return traced_op(OpId::sin, {&x}, [&] { return real_unary<OpId::sin>(x, [](auto v) { return std::sin(v); }); }); }
+Tensor cos(const Tensor& x) { return traced_op(OpId::cos, {&x}, [&] { return real_unary<OpId::cos>(x, [](auto v) { return std::cos(v); }); }); }
 
 Tensor softplus(const Tensor& x) {
   return traced_op(OpId::softplus, {&x}, [&] {
     // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): the exponent is never positive, so no overflow,
     // and for large |x| the result tends to max(x, 0) exactly.
-    return real_unary(x, "softplus", kc::UnaryOp::softplus, [](auto v) {
+    return real_unary<OpId::softplus>(x, [](auto v) {
       using T = decltype(v);
       return (v > T(0) ? v : T(0)) + std::log1p(std::exp(-std::fabs(v)));
     });
@@ -254,14 +258,17 @@ Tensor gelu(const Tensor& x, bool approximate) {
   return traced_op(OpId::gelu, {&x}, [&] {
     if (approximate) {
       // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-      return real_unary(x, "gelu", kc::UnaryOp::gelu_tanh, [](auto v) {
-        using T = decltype(v);
-        const T sqrt_2_over_pi = T(0.79788456080286535588);
-        return T(0.5) * v * (T(1) + std::tanh(sqrt_2_over_pi * (v + T(0.044715) * v * v * v)));
-      });
+      return real_unary<OpId::gelu>(
+          x,
+          [](auto v) {
+            using T = decltype(v);
+            const T sqrt_2_over_pi = T(0.79788456080286535588);
+            return T(0.5) * v * (T(1) + std::tanh(sqrt_2_over_pi * (v + T(0.044715) * v * v * v)));
+          },
+          kc::UnaryOp::gelu_tanh);  // the CUDA kernel of the approximation
     }
     // x Phi(x) = 0.5 x (1 + erf(x / sqrt 2))
-    return real_unary(x, "gelu", kc::UnaryOp::gelu, [](auto v) {
+    return real_unary<OpId::gelu>(x, [](auto v) {
       using T = decltype(v);
       return T(0.5) * v * (T(1) + std::erf(v * T(0.70710678118654752440)));
     });
@@ -270,26 +277,26 @@ Tensor gelu(const Tensor& x, bool approximate) {
 
 // ---- rounding -------------------------------------------------------------------------------
 
-Tensor floor(const Tensor& x) { return rounding_unary(x, "floor", kc::UnaryOp::floor, [](auto v) { return std::floor(v); }); }
-Tensor ceil(const Tensor& x) { return rounding_unary(x, "ceil", kc::UnaryOp::ceil, [](auto v) { return std::ceil(v); }); }
-Tensor round(const Tensor& x) { return rounding_unary(x, "round", kc::UnaryOp::round, [](auto v) { return round_half_even(v); }); }
+Tensor floor(const Tensor& x) { return rounding_unary<OpId::floor>(x, [](auto v) { return std::floor(v); }); }
+Tensor ceil(const Tensor& x) { return rounding_unary<OpId::ceil>(x, [](auto v) { return std::ceil(v); }); }
+Tensor round(const Tensor& x) { return rounding_unary<OpId::round>(x, [](auto v) { return round_half_even(v); }); }
 
 // ---- tests ----------------------------------------------------------------------------------
 
 Tensor isnan(const Tensor& x) {
-  return test_unary(x, "isnan", kc::UnaryOp::isnan, [](auto v) {
+  return test_unary<OpId::isnan>(x, [](auto v) {
     if constexpr (std::is_floating_point_v<decltype(v)>) return std::isnan(v);
     else return false;
   });
 }
 Tensor isfinite(const Tensor& x) {
-  return test_unary(x, "isfinite", kc::UnaryOp::isfinite, [](auto v) {
+  return test_unary<OpId::isfinite>(x, [](auto v) {
     if constexpr (std::is_floating_point_v<decltype(v)>) return std::isfinite(v);
     else return true;
   });
 }
 Tensor logical_not(const Tensor& x) {
-  return test_unary(x, "logical_not", kc::UnaryOp::logical_not, [](auto v) { return v == decltype(v)(0); });
+  return test_unary<OpId::logical_not>(x, [](auto v) { return v == decltype(v)(0); });
 }
 
 }  // namespace ctrax

@@ -2,7 +2,7 @@
 //
 // Each file gradient_cases_<family>.cpp adds its entries with CTRAX_GRADIENT_CASES; the single
 // test in test_op_gradients.cpp runs every entry through gradcheck (float64 central
-// differences against autodiff) and fails when an op that tensor/op_list.h marks
+// differences against autodiff) and fails when an op that base/op_list.h marks
 // differentiable has no entry, so an op added without a gradient check fails the suite.
 // tests/cuda/test_cuda_gradients.cpp runs the same table on a GPU against the CPU, so f must
 // not mix devices: a constant it captures is moved to its inputs' device (c.to(in[0].device())).

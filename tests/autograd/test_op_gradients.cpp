@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include <ctrax/tensor/op_list.h>
+#include <ctrax/base/op_list.h>
 
 #include "gradient_cases.h"
 
@@ -15,7 +15,7 @@ TEST_CASE("autograd: every differentiable op has gradient cases, and no case nam
   std::set<std::string> covered;
   for (const test::GradientCase& c : test::gradient_case_registry()) covered.insert(c.op);
   std::set<std::string> differentiable, all;
-#define CTRAX_COLLECT(name, diff) \
+#define CTRAX_COLLECT(name, diff, result) \
   all.insert(#name);              \
   if (diff) differentiable.insert(#name);
   CTRAX_FOR_EACH_OP(CTRAX_COLLECT)

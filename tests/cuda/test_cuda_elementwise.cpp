@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include <ctrax/tensor/op_list.h>
+#include <ctrax/base/op_list.h>
 #include <ctrax/tensor/ops.h>
 #include <ctrax/tensor/tensor.h>
 
@@ -117,7 +117,7 @@ void run_both(const std::function<Tensor(const std::vector<Tensor>&)>& f, const 
 // ---- the op tables ------------------------------------------------------------------------------
 
 struct UnaryEntry {
-  const char* op;  // name in tensor/op_list.h
+  const char* op;  // name in base/op_list.h
   const char* variant;
   std::function<Tensor(const Tensor&)> f;
   bool loose;  // transcendental: compare floats with a few ulps
@@ -364,7 +364,7 @@ TEST_CASE("cuda elementwise: exact edge semantics") {
   CHECK(abs(imin).item<int32_t>() == INT32_MIN);
 }
 
-// Every op of the elementwise family (tensor/op_list.h lists it first, from neg to where) must
+// Every op of the elementwise family (base/op_list.h lists it first, from neg to where) must
 // have an entry in the tables above, so a new elementwise op cannot land without a CUDA test.
 TEST_CASE("cuda elementwise: every elementwise op of op_list.h has a cuda test entry") {
   std::set<std::string> covered{"where"};

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include <ctrax/autograd/tape.h>
-#include <ctrax/tensor/op_list.h>
+#include <ctrax/base/op_list.h>
 #include <ctrax/tensor/ops.h>
 #include <ctrax/tensor/random.h>
 
@@ -111,7 +111,7 @@ TEST_CASE("cuda gradients: every gradient case of the CPU suite agrees with the 
     }
   }
   // Driven by the op table: every differentiable op has at least one case that passed on the GPU.
-#define CTRAX_REQUIRE_GPU_GRADIENT(name, differentiable)                            \
+#define CTRAX_REQUIRE_GPU_GRADIENT(name, differentiable, result)                    \
   if (differentiable) {                                                             \
     INFO("differentiable op with no gradient case passing on the GPU: " << #name); \
     CHECK(passed_per_op[#name] > 0);                                                \

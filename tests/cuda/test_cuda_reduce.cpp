@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include <ctrax/tensor/op_list.h>
+#include <ctrax/base/op_list.h>
 #include <ctrax/tensor/ops.h>
 #include <ctrax/tensor/tensor.h>
 
@@ -290,7 +290,7 @@ TEST_CASE("cuda reductions: the cpu's refusals apply on the gpu too") {
   test::check_error([&] { softmax(ones(Shape{}, DType::float32, kGpu), 0); }, {"softmax", "rank"});
 }
 
-// Every reduction op of tensor/op_list.h (the block from sum to argmin) and softmax/log_softmax
+// Every reduction op of base/op_list.h (the block from sum to argmin) and softmax/log_softmax
 // must have an entry in the tables above.
 TEST_CASE("cuda reductions: every reduction op of op_list has a cuda test entry") {
   std::set<std::string> covered;

@@ -1,6 +1,6 @@
-// Every op of tensor/op_list.h must have a reference test (declared with CTRAX_OPS_TESTED in
+// Every op of base/op_list.h must have a reference test (declared with CTRAX_OPS_TESTED in
 // the file that tests it). An op added to the engine without one makes this test fail.
-#include <ctrax/tensor/op_list.h>
+#include <ctrax/base/op_list.h>
 
 #include "test_util.h"
 
