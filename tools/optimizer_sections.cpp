@@ -47,23 +47,26 @@ OptimizerSpec optimizer_spec(std::string name, OptionTable<Options> table) {
           }};
 }
 
+// Adam's and AdamW's moment keys.
+template <class Options>
+OptionTable<Options> adam_moment_keys() {
+  OptionTable<Options> t;
+  t.number("b1", &Options::b1, 0.0, kBelowOne, "the first moment's decay");
+  t.number("b2", &Options::b2, 0.0, kBelowOne, "the second moment's decay");
+  t.number("eps", &Options::eps, 1e-30, 1.0, "added to the second moment's root");
+  return t;
+}
+
 OptionTable<AdamOptions> adam_keys() {
-  using O = AdamOptions;
-  OptionTable<O> t;
-  t.number("b1", &O::b1, 0.0, kBelowOne, "the first moment's decay");
-  t.number("b2", &O::b2, 0.0, kBelowOne, "the second moment's decay");
-  t.number("eps", &O::eps, 1e-30, 1.0, "added to the second moment's root");
-  t.number("weight_decay_rate", &O::weight_decay_rate, 0.0, kBelowOne, "weight decay (Trax's, coupled to the rate)");
+  OptionTable<AdamOptions> t = adam_moment_keys<AdamOptions>();
+  t.number("weight_decay_rate", &AdamOptions::weight_decay_rate, 0.0, kBelowOne,
+           "weight decay (Trax's, coupled to the rate)");
   return t;
 }
 
 OptionTable<AdamWOptions> adamw_keys() {
-  using O = AdamWOptions;
-  OptionTable<O> t;
-  t.number("b1", &O::b1, 0.0, kBelowOne, "the first moment's decay");
-  t.number("b2", &O::b2, 0.0, kBelowOne, "the second moment's decay");
-  t.number("eps", &O::eps, 1e-30, 1.0, "added to the second moment's root");
-  t.number("weight_decay", &O::weight_decay, 0.0, kBelowOne, "decoupled weight decay (times the rate)");
+  OptionTable<AdamWOptions> t = adam_moment_keys<AdamWOptions>();
+  t.number("weight_decay", &AdamWOptions::weight_decay, 0.0, kBelowOne, "decoupled weight decay (times the rate)");
   return t;
 }
 
