@@ -14,6 +14,8 @@
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
 #include "base/error.h"
+#include "dist/communicator.h"
+#include "dist/in_process_group.h"
 #include "kernels/gemm.h"
 #include "kernels/denormals.h"
 #include "kernels/parallel.h"

@@ -312,10 +312,33 @@ bool Trainer::update_in_step() {
   if (update_checked_generation_ != weights_generation_) {
     bool on_cpu = true;
     for (const Tensor& w : weights_.leaves()) on_cpu = on_cpu && w.device().is_cpu();
-    update_in_step_ = on_cpu && options_.optimizer->runs_in_plans();
+    const bool distributed = options_.communicator && options_.communicator->size() > 1;
+    update_in_step_ = on_cpu && options_.optimizer->runs_in_plans() && !distributed;
     update_checked_generation_ = weights_generation_;
   }
   return update_in_step_;
+}
+
+Tree Trainer::averaged_over_ranks(const Tree& gradients) const {
+  // One collective for all the leaves: their values side by side, in float64 (exact for float32).
+  std::vector<double> flat;
+  for (const Tensor& g : gradients.leaves()) {
+    CTRAX_REQUIRE(g.device().is_cpu(), "Trainer: data-parallel training needs CPU gradients, got one on ", g.device());
+    const Tensor wide = g.to(DType::float64).contiguous();
+    flat.insert(flat.end(), wide.data<double>(), wide.data<double>() + wide.numel());
+  }
+  dist::allreduce_sum(*options_.communicator, flat, /*divide_by_size=*/true);
+  std::vector<Tensor> leaves;
+  size_t offset = 0;
+  for (const Tensor& g : gradients.leaves()) {
+    const auto n = static_cast<size_t>(g.numel());
+    leaves.push_back(from_vector(std::vector<double>(flat.begin() + static_cast<std::ptrdiff_t>(offset),
+                                                     flat.begin() + static_cast<std::ptrdiff_t>(offset + n)),
+                                 g.shape())
+                         .to(g.dtype()));
+    offset += n;
+  }
+  return gradients.with_leaves(leaves);
 }
 
 Metrics Trainer::train_step(const Batch& batch, bool with_metrics) {
@@ -348,7 +371,8 @@ Metrics Trainer::train_step(const Batch& batch, bool with_metrics) {
     const double* s = out.back().data<double>();
     stats = OptimizerStats{s[0], s[1], s[2] != 0};
   } else {
-    const Tree gradients = weights_.with_leaves(results.subspan(1, n_grads));
+    Tree gradients = weights_.with_leaves(results.subspan(1, n_grads));
+    if (options_.communicator && options_.communicator->size() > 1) gradients = averaged_over_ranks(gradients);
     stats = options_.optimizer->update(step_, learning_rate, gradients, weights_, slots_);
   }
   state_ = new_state_structure_.with_leaves(results.subspan(1 + n_grads + n_model_outputs_, n_state));

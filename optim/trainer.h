@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "../dist/communicator.h"
 #include "../io/checkpoint.h"
 #include "../layers/layer.h"
 #include "../tensor/compile.h"
@@ -67,6 +68,12 @@ struct TrainerOptions {
   // Off: every step runs eagerly. (An optimizer that does not say runs_in_plans(), or weights
   // on a GPU, update eagerly after the plan.)
   bool compile = true;
+  // Data-parallel training (dist/communicator.h): every rank trains a Trainer made with the
+  // same options and seed on its own batches; each step's gradients are averaged over the
+  // ranks (in rank order, the same bits on every rank) before the update, so the weights stay
+  // identical. Null or one rank: a plain single-process Trainer. The update then runs after the
+  // plan (eagerly), since the gradients leave the plan for the collective.
+  std::shared_ptr<dist::Communicator> communicator;
 };
 
 class Trainer {
@@ -158,6 +165,8 @@ class Trainer {
   // Whether the optimizer's update runs inside step_function (Optimizer::runs_in_plans and CPU
   // weights); otherwise it runs after it, eagerly.
   bool update_in_step();
+  // The gradients averaged over the ranks of options_.communicator (data-parallel training).
+  Tree averaged_over_ranks(const Tree& gradients) const;
 
   TrainerOptions options_;
   Tree weights_;

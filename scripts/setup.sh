@@ -20,6 +20,8 @@ packages=(
   gnuplot-nox         # plots of benchmark and training results
   clang               # the libFuzzer target of the checkpoint loader (tests/fuzz/)
   libclang-rt-14-dev  # libFuzzer's runtime for bookworm's clang 14
+  libopenmpi-dev      # MPI for data-parallel training across processes (CTRAX_MPI, dist/)
+  openmpi-bin         # mpirun, for the MPI tests
 )
 
 missing=()

@@ -1,0 +1,54 @@
+// Ranks of a data-parallel job and the one collective they need, with a fixed reduction order.
+//
+// Data-parallel training (issue 24, docs/scaling.md when it lands) sums every rank's gradients.
+// MPI_Allreduce leaves the order of the additions to the implementation, so its result may
+// change with the network or the rank count's layout; here every rank receives every rank's
+// values (allgather) and adds them in rank order 0, 1, ..., N-1 itself. The result is the same
+// bits on every rank and equals what one process computes for N virtual ranks with
+// sum_in_rank_order, which is how a single-machine test checks an N-rank run.
+// Communicator is the interface; SingleProcess is the one-rank group; dist/mpi_communicator.h
+// (built with CTRAX_MPI, linked only by programs that ask for it) is the MPI one.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace ctrax::dist {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Every rank's `local` (the same length on every rank, else ctrax::Error on every rank),
+  // concatenated in rank order, on every rank.
+  virtual std::vector<double> allgather(std::span<const double> local) = 0;
+  // Returns once every rank has called it.
+  virtual void barrier() = 0;
+};
+
+// The group of one rank (a plain single-process run).
+class SingleProcess final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::vector<double> allgather(std::span<const double> local) override { return {local.begin(), local.end()}; }
+  void barrier() override {}
+};
+
+// gathered = N rank-ordered blocks of equal length: their elementwise sum, added in rank order.
+// Throws ctrax::Error when gathered.size() is not a multiple of n_ranks >= 1.
+std::vector<double> sum_in_rank_order(std::span<const double> gathered, int n_ranks);
+
+// In place: `values` becomes the sum over the ranks of every rank's `values` (sum_in_rank_order
+// of the allgather), the same bits on every rank. divide_by_size: the mean instead.
+void allreduce_sum(Communicator& comm, std::span<double> values, bool divide_by_size = false);
+void allreduce_sum(Communicator& comm, std::span<float> values, bool divide_by_size = false);
+
+// A 64-bit hash of `bytes` equal on every rank, checked: throws ctrax::Error naming the ranks
+// whose hash differs from rank 0's (e.g. weights that drifted apart).
+void check_same_on_every_rank(Communicator& comm, std::span<const unsigned char> bytes, const char* what);
+
+}  // namespace ctrax::dist
