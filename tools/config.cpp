@@ -13,13 +13,13 @@
 
 namespace ctrax::tools {
 
-namespace {
-
-std::string join(const std::vector<std::string>& items) {
+std::string join_names(const std::vector<std::string>& items) {
   std::string out;
   for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
   return out;
 }
+
+namespace {
 
 // How a value reads in a message: its TOML text.
 std::string describe(const toml::node& node) {
@@ -211,11 +211,11 @@ std::optional<std::string> ConfigTable::optional_choice(const std::string& key,
   toml::node* node = find(key);
   if (node == nullptr) return std::nullopt;
   if (!node->is_string())
-    fail(key, std::string("expected one of ") + join(allowed) + ", got " + type_name(*node) + " " + describe(*node));
+    fail(key, std::string("expected one of ") + join_names(allowed) + ", got " + type_name(*node) + " " + describe(*node));
   const std::string v = node->as_string()->get();
   for (const std::string& a : allowed)
     if (a == v) return v;
-  fail(key, "expected one of " + join(allowed) + ", got \"" + v + "\"");
+  fail(key, "expected one of " + join_names(allowed) + ", got \"" + v + "\"");
 }
 
 std::vector<int64_t> ConfigTable::integers(const std::string& key, const std::vector<int64_t>& fallback, int64_t min,
@@ -282,7 +282,7 @@ void ConfigTable::finish() const {
     const std::string name(key.str());
     if (known_.count(name) == 0) {
       std::vector<std::string> allowed(known_.begin(), known_.end());
-      fail(name, "unknown key; allowed here: " + (allowed.empty() ? std::string("none") : join(allowed)));
+      fail(name, "unknown key; allowed here: " + (allowed.empty() ? std::string("none") : join_names(allowed)));
     }
   }
 }

@@ -32,6 +32,9 @@ toml::table parse_config_file(const std::filesystem::path& path);
 // Parses TOML text (name is used in messages).
 toml::table parse_config_text(const std::string& text, const std::string& name);
 
+// "a, b, c": names as the messages and the docs list them.
+std::string join_names(const std::vector<std::string>& names);
+
 // The table as TOML text, every float written as the shortest decimal that reads back as the same
 // double (0.9, not toml++'s 0.90000000000000002), so a run's config.toml reads as it was written.
 std::string format_config(const toml::table& config);

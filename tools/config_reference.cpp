@@ -11,12 +11,6 @@ namespace ctrax::tools {
 
 namespace {
 
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 std::vector<std::string> algorithms_with(bool (*wanted)(AlgorithmNetworks)) {
   std::vector<std::string> out;
   for (const std::string& name : algorithm_names())
@@ -27,10 +21,10 @@ std::vector<std::string> algorithms_with(bool (*wanted)(AlgorithmNetworks)) {
 }  // namespace
 
 std::vector<SectionDoc> config_reference() {
-  const std::string separate = join(algorithms_with([](AlgorithmNetworks n) { return n != AlgorithmNetworks::joint; }));
-  const std::string valued =
-      join(algorithms_with([](AlgorithmNetworks n) { return n == AlgorithmNetworks::policy_and_value; }));
-  const std::string joint = join(algorithms_with([](AlgorithmNetworks n) { return n == AlgorithmNetworks::joint; }));
+  using N = AlgorithmNetworks;
+  const std::string separate = join_names(algorithms_with([](N n) { return n != N::joint; }));
+  const std::string valued = join_names(algorithms_with([](N n) { return n == N::policy_and_value; }));
+  const std::string joint = join_names(algorithms_with([](N n) { return n == N::joint; }));
   std::vector<SectionDoc> out;
   out.push_back({"top level", "every configuration", run_keys().docs()});
   out.push_back({"[task]", "every configuration", task_keys().docs()});
@@ -42,7 +36,7 @@ std::vector<SectionDoc> config_reference() {
   out.push_back({"[policy.distribution], [joint.distribution]", "Box action spaces (a discrete space takes none)",
                  distribution_keys().docs()});
   out.push_back({"[policy.optimizer], [value.optimizer], [joint.optimizer]", "each network's section",
-                 {{"name", "string", "\"adam\"", join(optimizer_names()), "the optimizer; its keys follow"}}});
+                 {{"name", "string", "\"adam\"", join_names(optimizer_names()), "the optimizer; its keys follow"}}});
   for (const OptimizerSpec& o : optimizer_specs())
     out.push_back({"optimizer name = \"" + o.name + "\"", "this optimizer", o.keys});
   for (const ScheduleSpec& s : schedule_specs())

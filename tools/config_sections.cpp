@@ -20,12 +20,6 @@ namespace {
 constexpr double kInf = kAnyNumber;
 constexpr int64_t kBig = kAnyCount;
 
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 // max_slice_length: 0 means whole trajectories (none).
 template <class Options>
 void add_slice_length(OptionTable<Options>& table, std::optional<int64_t> Options::*member) {
@@ -56,7 +50,8 @@ const OptionTable<TaskSection>& task_keys() {
              [](const TaskSection& o) { return "\"" + o.env + "\""; },
              [](ConfigTable& c, TaskSection& o) {
                o.env = c.string("env", o.env);
-               if (!find_env_spec(o.env)) c.fail("env", "unknown environment \"" + o.env + "\"; known: " + join(env_names()));
+               if (!find_env_spec(o.env))
+                 c.fail("env", "unknown environment \"" + o.env + "\"; known: " + join_names(env_names()));
              });
     t.integer("n_envs", &TaskSection::n_envs, 1, 1 << 20, "environment copies stepped together in collection");
     t.integer("n_eval_envs", &TaskSection::n_eval_envs, 1, 1 << 20, "copies of the evaluation environment");
@@ -233,7 +228,8 @@ const OptionTable<ModelSection>& model_keys() {
     const auto q = [](const O& o) { return o.kind == O::Kind::q_value; };
     const std::string needs_q = "applies to Q-networks (value.q_value = true)";
     const std::string q_only = "Q-networks: value.q_value = true";
-    t.integer("injection_dim", &O::injection_dim, 1, 1 << 20, "the action injection's width").only_if(q, needs_q, q_only);
+    t.integer("injection_dim", &O::injection_dim, 1, 1 << 20, "the action injection's width")
+        .only_if(q, needs_q, q_only);
     t.integer("injection_layers", &O::injection_layers, 1, 1000, "the action injection's layers")
         .only_if(q, needs_q, q_only);
     t.boolean("normalize", &O::normalize, "a running observation Normalize in front");

@@ -31,12 +31,6 @@ namespace {
 
 constexpr int64_t kBig = kAnyCount;
 
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 template <class Options>
 void read_section(ConfigTable t, const OptionTable<Options>& keys, Options& o) {
   keys.read(t, o);
@@ -229,7 +223,8 @@ TaskPtr make_task(const RunConfig& c) { return std::make_shared<RLTask>(c.env, c
 
 std::unique_ptr<Agent> make_agent(const RunConfig& c, TaskPtr task, const std::filesystem::path& output_dir) {
   const AlgorithmSpec* spec = find_algorithm(c.algorithm);
-  CTRAX_REQUIRE(spec != nullptr, "make_agent: unknown algorithm \"", c.algorithm, "\"; known: ", join(algorithm_names()));
+  CTRAX_REQUIRE(spec != nullptr, "make_agent: unknown algorithm \"", c.algorithm, "\"; known: ",
+                join_names(algorithm_names()));
   AgentOptions agent = c.agent;
   agent.output_dir = output_dir;
   // Fresh networks for every agent (layers hold their weights).
