@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <set>
 #include <sstream>
 
@@ -263,5 +264,99 @@ LayerPtr BatchNorm(std::vector<int> axes, double epsilon, double momentum, bool 
 }
 
 LayerPtr Normalize(NormalizeOptions options) { return std::make_shared<NormalizeLayer>(options); }
+
+namespace {
+
+bool is_normalize_statistics(const Tree& t) {
+  return t.is_dict() && t.size() == 3 && t.contains("mean") && t.contains("var") && t.contains("count") &&
+         t["count"].is_leaf() && t["count"].leaf().dtype() == DType::int64 && t["mean"].is_leaf() &&
+         t["var"].is_leaf();
+}
+
+std::vector<double> values_of(const Tree& t) { return t.leaf().to(Device::cpu()).to_vector<double>(); }
+
+// One Normalize's statistics: rank r's new observations are (k, mean_d, M2_d), recovered from its
+// state and the base's, then added to the running (n, mean, M2) in rank order.
+Tree combined_normalize(const Tree& base, const std::vector<const Tree*>& ranks, const std::string& path) {
+  const double n0 = static_cast<double>(base["count"].leaf().item<int64_t>());
+  const std::vector<double> m0 = values_of(base["mean"]), v0 = values_of(base["var"]);
+  const size_t f = m0.size();
+  double n = n0;
+  std::vector<double> mean = m0, m2(f);
+  for (size_t i = 0; i < f; ++i) m2[i] = v0[i] * n0;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const Tree& s = *ranks[r];
+    const double nr = static_cast<double>(s["count"].leaf().item<int64_t>());
+    CTRAX_REQUIRE(nr >= n0, "Normalize statistics at '", path, "': rank ", r, " counts ", nr,
+                  " observations, fewer than the ", n0, " all ranks started from");
+    const double k = nr - n0;
+    if (k == 0) continue;
+    const std::vector<double> mr = values_of(s["mean"]), vr = values_of(s["var"]);
+    CTRAX_REQUIRE(mr.size() == f && vr.size() == f, "Normalize statistics at '", path, "': rank ", r, " has ",
+                  mr.size(), " features, rank 0 ", f);
+    const double total = n + k;
+    for (size_t i = 0; i < f; ++i) {
+      const double mean_d = (nr * mr[i] - n0 * m0[i]) / k;
+      const double shift = mean_d - m0[i];
+      const double m2_d = std::max(0.0, nr * vr[i] - n0 * v0[i] - shift * shift * n0 * k / nr);
+      const double delta = mean_d - mean[i];
+      mean[i] += delta * k / total;
+      m2[i] += m2_d + delta * delta * n * k / total;
+    }
+    n = total;
+  }
+  if (n == n0) return base;
+  std::vector<double> var(f);
+  for (size_t i = 0; i < f; ++i) var[i] = m2[i] / n;
+  const Tensor& like_mean = base["mean"].leaf();
+  const Tensor& like_var = base["var"].leaf();
+  Tree out = base;
+  out["mean"] = from_vector(mean, like_mean.shape()).to(like_mean.dtype()).to(like_mean.device());
+  out["var"] = from_vector(var, like_var.shape()).to(like_var.dtype()).to(like_var.device());
+  out["count"] = scalar_tensor(n, DType::int64).to(base["count"].leaf().device());
+  return out;
+}
+
+Tree combined(const Tree& base, const std::vector<const Tree*>& ranks, const std::string& path) {
+  for (size_t r = 0; r < ranks.size(); ++r)
+    CTRAX_REQUIRE(ranks[r]->same_structure(base), "combine_rank_statistics: rank ", r,
+                  "'s state is not shaped like the base state at '", path, "'");
+  if (is_normalize_statistics(base)) return combined_normalize(base, ranks, path);
+  if (base.is_leaf()) {
+    const std::vector<double> first = values_of(*ranks.front());
+    for (size_t r = 1; r < ranks.size(); ++r) {
+      const std::vector<double> other = values_of(*ranks[r]);
+      CTRAX_REQUIRE(other.size() == first.size() &&
+                        std::memcmp(other.data(), first.data(), first.size() * sizeof(double)) == 0,
+                    "combine_rank_statistics: the state at '", path, "' differs between rank 0 and rank ", r,
+                    "; only Normalize statistics can be combined across ranks");
+    }
+    return *ranks.front();
+  }
+  Tree out = base;
+  if (base.is_dict()) {
+    for (const auto& [key, child] : base.dict()) {
+      std::vector<const Tree*> children;
+      for (const Tree* t : ranks) children.push_back(&(*t)[key]);
+      out[key] = combined(child, children, path.empty() ? key : path + "/" + key);
+    }
+  } else {
+    for (size_t i = 0; i < base.size(); ++i) {
+      std::vector<const Tree*> children;
+      for (const Tree* t : ranks) children.push_back(&(*t)[i]);
+      out[i] = combined(base[i], children, path + "/" + std::to_string(i));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Tree combine_rank_statistics(const Tree& base, const std::vector<Tree>& ranks) {
+  CTRAX_REQUIRE(!ranks.empty(), "combine_rank_statistics: no ranks");
+  std::vector<const Tree*> pointers;
+  for (const Tree& t : ranks) pointers.push_back(&t);
+  return combined(base, pointers, "");
+}
 
 }  // namespace ctrax

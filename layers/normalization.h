@@ -43,4 +43,13 @@ struct NormalizeOptions {
 };
 LayerPtr Normalize(NormalizeOptions options = {});
 
+// Data-parallel collection (docs/scaling.md): every rank started from the same model state `base`
+// and collected on its own, so ranks[r] is base plus rank r's observations. The result adds each
+// rank's new observations to base in rank order with the parallel update above (per Normalize
+// statistics, found as {mean, var, count} subtrees; computed in float64, rounded once), the same
+// bits on every rank. Every other state leaf must be equal on all ranks (then rank 0's is kept),
+// else ctrax::Error naming its path. A sample_limit is applied per rank, so the combined count may
+// pass it (by less than one rank's share of an epoch).
+Tree combine_rank_statistics(const Tree& base, const std::vector<Tree>& ranks);
+
 }  // namespace ctrax
