@@ -9,6 +9,7 @@
 #   include/ctrax/ctrax.h                  the umbrella header, when the repository has one
 #   ${CMAKE_INSTALL_LIBDIR}/libctrax.a     (or .so with -DBUILD_SHARED_LIBS=ON)
 #   ${CMAKE_INSTALL_LIBDIR}/libctrax_cuda.so.0   the CUDA module, in CUDA builds (ctrax::cuda)
+#   ${CMAKE_INSTALL_LIBDIR}/libctrax_mpi.so.0    the MPI module, in MPI builds (opened by dist::MpiCommunicator)
 #   ${CMAKE_INSTALL_LIBDIR}/cmake/ctrax/   ctraxConfig.cmake, ctraxConfigVersion.cmake, ctraxTargets*.cmake
 #   ${CMAKE_INSTALL_LIBDIR}/pkgconfig/ctrax.pc, ctrax-cuda.pc (CUDA builds)
 include(CMakePackageConfigHelpers)
@@ -49,6 +50,12 @@ if(TARGET ctrax_cuda)
   install(TARGETS ctrax_cuda EXPORT ctraxCudaTargets
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
     RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+
+# The MPI module (libctrax_mpi.so, dist/CMakeLists.txt): installed beside libctrax, where
+# dist::MpiCommunicator looks for it; programs never link it.
+if(TARGET ctrax_mpi)
+  install(TARGETS ctrax_mpi LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
 
 # ---------------------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 // The rank-ordered collective of dist/communicator.h.
 #include "communicator.h"
 
+#include <algorithm>
 #include <bit>
+#include <cstring>
 #include <string>
 
 #include "../base/error.h"
@@ -55,6 +57,33 @@ void check_same_on_every_rank(Communicator& comm, std::span<const unsigned char>
       differing += (differing.empty() ? "" : ", ") + std::to_string(r);
   CTRAX_REQUIRE(differing.empty(), "dist: ", what, " differ between ranks: rank(s) ", differing,
                 " do not match rank 0 (the ranks have drifted apart; results would no longer be reproducible)");
+}
+
+std::vector<std::string> allgather_bytes(Communicator& comm, std::string_view local) {
+  const double length = static_cast<double>(local.size());
+  const std::vector<double> lengths = comm.allgather(std::span<const double>(&length, 1));
+  const size_t longest = static_cast<size_t>(*std::max_element(lengths.begin(), lengths.end()));
+  const size_t words = (longest + sizeof(double) - 1) / sizeof(double);
+  std::vector<double> packed(words, 0.0);
+  if (!local.empty()) std::memcpy(packed.data(), local.data(), local.size());
+  const std::vector<double> all = comm.allgather(packed);
+  std::vector<std::string> out(static_cast<size_t>(comm.size()));
+  for (size_t r = 0; r < out.size(); ++r) {
+    out[r].resize(static_cast<size_t>(lengths[r]));
+    if (!out[r].empty()) std::memcpy(out[r].data(), all.data() + r * words, out[r].size());
+  }
+  return out;
+}
+
+double mean_over_ranks(Communicator& comm, double value) {
+  allreduce_sum(comm, std::span<double>(&value, 1), /*divide_by_size=*/true);
+  return value;
+}
+
+int64_t rank_share(int64_t total, int rank, int size) {
+  CTRAX_REQUIRE(size >= 1 && rank >= 0 && rank < size, "rank_share: rank ", rank, " is not in a group of ", size);
+  CTRAX_REQUIRE(total >= 0, "rank_share: total must be >= 0, got ", total);
+  return total / size + (rank < total % size ? 1 : 0);
 }
 
 }  // namespace ctrax::dist

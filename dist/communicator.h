@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace ctrax::dist {
@@ -50,5 +52,16 @@ void allreduce_sum(Communicator& comm, std::span<float> values, bool divide_by_s
 // A 64-bit hash of `bytes` equal on every rank, checked: throws ctrax::Error naming the ranks
 // whose hash differs from rank 0's (e.g. weights that drifted apart).
 void check_same_on_every_rank(Communicator& comm, std::span<const unsigned char> bytes, const char* what);
+
+// Every rank's `local` bytes (lengths may differ), in rank order, on every rank: the lengths are
+// gathered first, then the bytes packed eight to a double (copied, never computed with).
+std::vector<std::string> allgather_bytes(Communicator& comm, std::string_view local);
+
+// The mean over the ranks of one number, the same bits on every rank.
+double mean_over_ranks(Communicator& comm, double value);
+
+// Rank `rank`'s share of `total` >= 0 items split over `size` ranks: total / size, one more for
+// the first total % size ranks (so the shares add up to total). ctrax::Error for a bad rank.
+int64_t rank_share(int64_t total, int rank, int size);
 
 }  // namespace ctrax::dist

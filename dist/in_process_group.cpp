@@ -1,6 +1,9 @@
 // dist::InProcessGroup: see in_process_group.h.
 #include "in_process_group.h"
 
+#include <exception>
+#include <thread>
+
 #include "../base/error.h"
 
 namespace ctrax::dist {
@@ -68,6 +71,27 @@ void InProcessGroup::arrive_and_wait() {
   }
   arrived_.wait(lock, [&] { return generation_ != generation || !failure_.empty(); });
   CTRAX_REQUIRE(generation_ != generation, "InProcessGroup: ", failure_);
+}
+
+void run_virtual_ranks(int n_ranks, const std::function<void(std::shared_ptr<Communicator>)>& body) {
+  InProcessGroup group(n_ranks);
+  std::mutex mutex;
+  std::exception_ptr first;  // the first rank to fail; the others then fail in its wake
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n_ranks; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        body(group.shared_rank(r));
+      } catch (const std::exception& e) {
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          if (!first) first = std::current_exception();
+        }
+        group.fail("rank " + std::to_string(r) + " failed: " + e.what());
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  if (first) std::rethrow_exception(first);
 }
 
 }  // namespace ctrax::dist

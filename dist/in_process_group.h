@@ -9,6 +9,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,6 +29,9 @@ class InProcessGroup {
   int size() const { return n_; }
   // Rank r's communicator (0 <= r < size()); valid while the group lives.
   Communicator& rank(int r);
+  // The same as a shared_ptr that owns nothing (for AgentOptions and TrainerOptions, which hold
+  // one): valid while the group lives.
+  std::shared_ptr<Communicator> shared_rank(int r) { return {std::shared_ptr<void>(), &rank(r)}; }
   // Marks the group failed: every collective, waiting or to come, throws `why`.
   void fail(const std::string& why);
 
@@ -46,5 +50,10 @@ class InProcessGroup {
   std::vector<std::vector<double>> slots_;  // each rank's contribution to the current allgather
   std::vector<std::unique_ptr<Member>> members_;
 };
+
+// Runs body(rank r's communicator) for every rank of a new group of n_ranks, each on a thread of
+// its own, and returns when all have ended. A rank that throws fails the group, so the others'
+// collectives throw too; the first rank to fail has its exception rethrown here.
+void run_virtual_ranks(int n_ranks, const std::function<void(std::shared_ptr<Communicator>)>& body);
 
 }  // namespace ctrax::dist

@@ -1,6 +1,9 @@
-// The MPI group (MPI_COMM_WORLD) as a dist::Communicator: built with CTRAX_MPI into the separate
-// library ctrax::mpi, so only programs that link it load MPI.
+// The MPI group (MPI_COMM_WORLD) as a dist::Communicator, for jobs started with mpirun.
 //
+// The calls into MPI live in the module libctrax_mpi.so (built with CTRAX_MPI; dist/mpi_module.h),
+// which the first MpiCommunicator opens with dlopen: a program that never makes one never loads
+// MPI. The module is looked for in $CTRAX_MPI_MODULE, beside libctrax (or the program, for a
+// static libctrax) and its ../lib, by the dynamic loader, then in the install and build trees.
 // Errors: MPI's calls return their codes (MPI_ERRORS_RETURN) and become ctrax::Error with MPI's
 // message. allgather sends the doubles' bytes as they are, so the rank-ordered sums of
 // dist/communicator.h are the same bits on every rank.
@@ -8,11 +11,15 @@
 
 #include "communicator.h"
 
+struct CtraxMpiModule;
+
 namespace ctrax::dist {
 
 class MpiCommunicator final : public Communicator {
  public:
-  // Initialises MPI unless the program already did; then finalises it in the destructor.
+  // Opens the module and initialises MPI unless the program already did (then the destructor
+  // finalises it). ctrax::Error saying why when there is no module (a build without CTRAX_MPI)
+  // or MPI fails.
   MpiCommunicator();
   ~MpiCommunicator() override;
   MpiCommunicator(const MpiCommunicator&) = delete;
@@ -22,8 +29,16 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
   std::vector<double> allgather(std::span<const double> local) override;
   void barrier() override;
+  // Ends every rank of the job now (MPI_Abort), for a program's last error handler: the other
+  // ranks, waiting in a collective, would otherwise wait for ever.
+  [[noreturn]] void abort_job(int exit_code);
+
+  // Whether this process was started by mpirun or mpiexec (from the environment of OpenMPI,
+  // MPICH or PMIx; MPI is not loaded to tell).
+  static bool launched_by_mpirun();
 
  private:
+  const CtraxMpiModule* module_ = nullptr;
   int rank_ = 0, size_ = 1;
   bool finalize_ = false;
 };
