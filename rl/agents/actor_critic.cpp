@@ -169,7 +169,9 @@ ActorCriticAgent::ActorCriticAgent(TaskPtr task, AgentOptions agent_options, Pol
 
   value_trainer_ = std::make_unique<Trainer>(value_trainer_options());
   if (!device().is_cpu()) move_trainer_to(*value_trainer_, device(), "ActorCriticAgent (value network)");
-  value_target_weights_ = value_trainer_->weights();
+  // A copy: the trainer updates its weights in place, and the target network must stay frozen
+  // until the next sync (and equal to what a checkpoint restores).
+  value_target_weights_ = value_trainer_->weights().map([](const Tensor& t) { return t.clone(); });
   if (o.q_value) check_q_value_model();
   if (o.n_shared_layers > 0) copy_shared_layers(policy_trainer(), *value_trainer_);  // checks the layers fit
   if (!value_trainer_->state().leaves().empty())
@@ -181,6 +183,7 @@ TrainerOptions ActorCriticAgent::value_trainer_options() {
   const ActorCriticOptions& o = ac_;
   TrainerOptions t;
   t.compile = this->agent_options().compile;
+  t.communicator = this->agent_options().communicator;
   t.model = o.value_model;
   t.optimizer = o.value_optimizer;
   if (o.rollout_passes) {
@@ -312,7 +315,7 @@ TimeStepBatch ActorCriticAgent::policy_slices(int64_t index, int64_t& margin) co
   margin = 1 + ac_.added_policy_slice_length;
   TrajectoryBatchOptions b;
   b.pad_to_power_of_two = false;  // every loss is masked; padding only costs time
-  b.batch_size = policy_options().policy_batch_size;
+  b.batch_size = batch_share(policy_options().policy_batch_size, "policy_batch_size");
   if (ac_.on_policy) b.epochs = {-1};
   if (policy_options().max_slice_length) b.max_slice_length = *policy_options().max_slice_length + margin;
   b.margin = margin;
@@ -355,7 +358,7 @@ Batch ActorCriticAgent::policy_batch(int64_t index) const {
 Batch ActorCriticAgent::value_batch(int64_t index) const {
   TrajectoryBatchOptions b;
   b.pad_to_power_of_two = false;  // every loss is masked; padding only costs time
-  b.batch_size = ac_.value_batch_size;
+  b.batch_size = batch_share(ac_.value_batch_size, "value_batch_size");
   if (policy_options().max_slice_length) b.max_slice_length = *policy_options().max_slice_length + 1;
   b.margin = 1;
   b.min_slice_length = 2;
@@ -434,7 +437,7 @@ Metrics ActorCriticAgent::train_rollout_epoch() {
   const Tensor old_values = (rollout.old_values() * scale).to(DType::float32);
 
   // Metric sums and counts: the policy's loss rows every step (its metrics too with a target
-  // KL, which needs them), the value network's metrics on each pass's last minibatch.
+  // KL, which needs them), the value network's metrics on each pass's last minibatch (every step too with a target KL).
   std::map<std::string, std::pair<double, int64_t>> sums;
   auto add = [&sums](const std::string& prefix, const Metrics& m) {
     for (const auto& [name, value] : m) {
@@ -445,10 +448,17 @@ Metrics ActorCriticAgent::train_rollout_epoch() {
   };
   int64_t steps = 0, passes_done = 0;
   bool stopped = false;
+  // Data-parallel: every rank takes the same steps, on its share of each minibatch.
+  const int64_t minibatch = batch_share(o.minibatch_size, "minibatch_size");
+  if (dist::Communicator* comm = ranks()) {
+    const int64_t rows = rollout.size();
+    dist::check_same_on_every_rank(*comm, std::span(reinterpret_cast<const unsigned char*>(&rows), sizeof rows),
+                                   "the rollout's rows (rollout passes on several ranks need n_interactions_per_epoch)");
+  }
   const Key shuffle = fold_in(fold_in(Key(policy_options().seed), kRolloutShuffleTag), static_cast<uint64_t>(epoch()));
   for (int64_t pass = 0; pass < *o.rollout_passes && !stopped; ++pass) {
     const std::vector<Tensor> minibatches =
-        RolloutBuffer::minibatch_indices(rollout.size(), o.minibatch_size, fold_in(shuffle, static_cast<uint64_t>(pass)));
+        RolloutBuffer::minibatch_indices(rollout.size(), minibatch, fold_in(shuffle, static_cast<uint64_t>(pass)));
     for (size_t i = 0; i < minibatches.size(); ++i) {
       const Tensor& rows = minibatches[i];
       const bool last = i + 1 == minibatches.size();
@@ -464,13 +474,19 @@ Metrics ActorCriticAgent::train_rollout_epoch() {
       const Metrics p = policy.train_step(batch_to(policy_batch, device()), o.target_kl.has_value() || last);
       const Batch value_batch{observations, RolloutBuffer::select(targets, rows).reshape(Shape{b, 1}), mask,
                               RolloutBuffer::select(old_values, rows).reshape(Shape{b, 1})};
-      const Metrics v = value_trainer_->train_step(batch_to(value_batch, device()), last);
+      // With a target KL the policy may stop at any step, so the value network reports its
+      // metrics whenever the policy does: every epoch's row then has the same columns.
+      const Metrics v = value_trainer_->train_step(batch_to(value_batch, device()), o.target_kl.has_value() || last);
       add("policy/", p);
       add("value/", v);
       ++steps;
-      if (o.target_kl && p.count("approximate_kl") && p.at("approximate_kl") > 1.5 * *o.target_kl) {
-        stopped = true;
-        break;
+      if (o.target_kl && p.count("approximate_kl")) {
+        // On several ranks the stop is decided on the KL averaged over them, so they stop together.
+        const double kl = ranks() ? dist::mean_over_ranks(*ranks(), p.at("approximate_kl")) : p.at("approximate_kl");
+        if (kl > 1.5 * *o.target_kl) {
+          stopped = true;
+          break;
+        }
       }
     }
     if (!stopped) ++passes_done;
@@ -482,6 +498,18 @@ Metrics ActorCriticAgent::train_rollout_epoch() {
   out["policy/steps"] = static_cast<double>(steps);
   out["policy/early_stop"] = stopped ? 1.0 : 0.0;
   return out;
+}
+
+std::vector<CollectModel*> ActorCriticAgent::collect_models() {
+  std::vector<CollectModel*> models = PolicyAgent::collect_models();
+  if (value_collect_) models.push_back(value_collect_.get());
+  return models;
+}
+
+std::vector<const Trainer*> ActorCriticAgent::trainers() const {
+  std::vector<const Trainer*> all = PolicyAgent::trainers();
+  all.push_back(value_trainer_.get());
+  return all;
 }
 
 void ActorCriticAgent::export_state(std::map<std::string, Tensor>& tensors, io::ManifestFields& fields) const {

@@ -119,6 +119,8 @@ class ActorCriticAgent : public PolicyAgent {
   // Mode::collect, so that its statistics follow the data as the policy's do.
   PolicyOutput act(const Tensor& observations, Key key, double temperature) override;
   Metrics train_epoch() override;
+  std::vector<CollectModel*> collect_models() override;
+  std::vector<const Trainer*> trainers() const override;
   void export_state(std::map<std::string, Tensor>& tensors, io::ManifestFields& fields) const override;
   void import_state(const io::Checkpoint& checkpoint) override;
 

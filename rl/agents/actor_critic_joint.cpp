@@ -69,6 +69,7 @@ ActorCriticJointAgent::ActorCriticJointAgent(TaskPtr task, AgentOptions agent_op
 
   TrainerOptions t;
   t.compile = Agent::agent_options().compile;
+  t.communicator = Agent::agent_options().communicator;
   t.model = o.joint_model;
   t.loss = algorithm.loss(distribution_, o.normalize_advantages.value_or(algorithm.normalize_advantages));
   t.metrics = joint_metrics(distribution_, algorithm.clip_epsilon);
@@ -119,7 +120,7 @@ Batch ActorCriticJointAgent::batch(int64_t index) const {
   // truncated or cut piece, whose value the returns bootstrap from.
   TrajectoryBatchOptions b;
   b.pad_to_power_of_two = false;  // every loss is masked; padding only costs time
-  b.batch_size = options_.batch_size;
+  b.batch_size = batch_share(options_.batch_size, "batch_size");
   if (on_policy_) b.epochs = {-1};
   if (options_.max_slice_length) b.max_slice_length = *options_.max_slice_length + 1;
   b.margin = 1;

@@ -95,6 +95,8 @@ class ActorCriticJointAgent : public Agent {
 
   PolicyOutput act(const Tensor& observations, Key key, double temperature) override;
   Metrics train_epoch() override;
+  std::vector<CollectModel*> collect_models() override { return {collect_model_.get()}; }
+  std::vector<const Trainer*> trainers() const override { return {trainer_.get()}; }
   void export_state(std::map<std::string, Tensor>& tensors, io::ManifestFields& fields) const override;
   void import_state(const io::Checkpoint& checkpoint) override;
 

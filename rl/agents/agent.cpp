@@ -11,6 +11,9 @@
 
 #include "../../io/atomic_file.h"
 #include "../../base/error.h"
+#include "../../optim/trainer.h"
+#include "collect_model.h"
+#include "data_parallel.h"
 #include "device_placement.h"
 
 namespace ctrax {
@@ -123,10 +126,19 @@ Agent::Agent(TaskPtr task, AgentOptions options) : task_(std::move(task)), optio
   CTRAX_REQUIRE(!o.anneal_learning_rate || o.max_epochs || o.total_env_steps,
                 "Agent: anneal_learning_rate needs max_epochs or total_env_steps (what the rate anneals over)");
   require_usable_device(o.device, "Agent");
-  sinks_ = o.sinks;
+  if (o.n_interactions_per_epoch)
+    CTRAX_REQUIRE(*o.n_interactions_per_epoch % n_ranks() == 0, "Agent: n_interactions_per_epoch ",
+                  *o.n_interactions_per_epoch, " does not split evenly over ", n_ranks(), " ranks");
+  if (o.n_trajectories_per_epoch)
+    CTRAX_REQUIRE(*o.n_trajectories_per_epoch >= n_ranks(), "Agent: n_trajectories_per_epoch ",
+                  *o.n_trajectories_per_epoch, " leaves some of the ", n_ranks(), " ranks nothing to collect");
+  CTRAX_REQUIRE(n_ranks() == 1 || o.device.is_cpu(), "Agent: data-parallel training on ", o.device,
+                " is not built (the GPU allreduce, NCCL, is not there yet: docs/scaling.md); train on the CPU");
+  writes_ = !o.output_dir.empty() && !o.read_only && rank() == 0;
+  if (rank() == 0) sinks_ = o.sinks;
   if (!o.output_dir.empty()) {
     using Access = io::CheckpointDirectory::Access;
-    if (!o.read_only) {
+    if (writes_) {
       std::error_code error;
       std::filesystem::create_directories(o.output_dir, error);
       CTRAX_REQUIRE(!error, "Agent: cannot create the output directory ", o.output_dir.string(), ": ",
@@ -134,7 +146,7 @@ Agent::Agent(TaskPtr task, AgentOptions options) : task_(std::move(task)), optio
       sinks_.push_back(std::make_shared<JsonLinesMetricsSink>(o.output_dir / "metrics.jsonl"));
     }
     checkpoints_ = std::make_unique<io::CheckpointDirectory>(o.output_dir / "checkpoints", o.checkpoints_to_keep,
-                                                             o.read_only ? Access::read_only : Access::read_write);
+                                                             writes_ ? Access::read_write : Access::read_only);
   }
 }
 
@@ -180,11 +192,27 @@ PolicyOutput Agent::evaluation_act(const Tensor& observations, Key key, double t
   return act(observations, key, temperature);
 }
 
+CollectStats Agent::evaluate_job(int64_t n_episodes, double temperature, std::optional<uint64_t> seed) {
+  dist::Communicator* comm = ranks();
+  if (!comm) return evaluate(n_episodes, temperature, std::nullopt, seed);
+  // Each rank plays its share on its own task's seeds; the statistics are every rank's episodes'.
+  const int64_t share = dist::rank_share(n_episodes, rank(), n_ranks());
+  const CollectStats local = share >= 1 ? evaluate(share, temperature, std::nullopt, seed) : CollectStats{};
+  CollectStats job;
+  job.returns = gather_values(*comm, local.returns);
+  for (double length : gather_values(*comm, std::vector<double>(local.lengths.begin(), local.lengths.end())))
+    job.lengths.push_back(static_cast<int64_t>(length));
+  job.n_trajectories = static_cast<int64_t>(job.returns.size());
+  job.mean_return = mean_of(job.returns);
+  std::vector<double> lengths(job.lengths.begin(), job.lengths.end());
+  job.mean_length = mean_of(lengths);
+  return job;
+}
+
 Confirmation Agent::confirm() {
   const double temperature = options_.eval_temperatures.empty() ? 0.0 : options_.eval_temperatures.front();
-  const CollectStats stats =
-      evaluate(options_.n_confirm_episodes, temperature, std::nullopt,
-               task_->evaluation_seed(kConfirmationSeeds, static_cast<uint64_t>(epoch_)));
+  const CollectStats stats = evaluate_job(options_.n_confirm_episodes, temperature,
+                                          task_->evaluation_seed(kConfirmationSeeds, static_cast<uint64_t>(epoch_)));
   Confirmation c;
   c.epoch = epoch_;
   c.summary = summarize_episodes(stats.returns, stats.lengths);
@@ -196,7 +224,7 @@ Confirmation Agent::confirm() {
 
 bool Agent::final_epoch() const {
   return (options_.max_epochs && epoch_ >= *options_.max_epochs) ||
-         (options_.total_env_steps && task_->n_interactions() >= *options_.total_env_steps);
+         (options_.total_env_steps && job_interactions() >= *options_.total_env_steps);
 }
 
 bool Agent::done() const { return solved_ || final_epoch(); }
@@ -204,7 +232,7 @@ bool Agent::done() const { return solved_ || final_epoch(); }
 double Agent::progress() const {
   // Within an epoch, what was done before its collection; between epochs, everything so far.
   if (options_.total_env_steps) {
-    const int64_t steps = epoch_start_steps_ ? *epoch_start_steps_ : task_->n_interactions();
+    const int64_t steps = epoch_start_steps_ ? *epoch_start_steps_ : job_interactions();
     return std::min(1.0, static_cast<double>(steps) / static_cast<double>(*options_.total_env_steps));
   }
   if (options_.max_epochs) {
@@ -212,6 +240,14 @@ double Agent::progress() const {
     return std::min(1.0, static_cast<double>(epochs) / static_cast<double>(*options_.max_epochs));
   }
   return 0.0;
+}
+
+int64_t Agent::job_interactions() const { return ranks() ? job_interactions_ : task_->n_interactions(); }
+
+int64_t Agent::batch_share(int64_t total, const char* what) const {
+  CTRAX_REQUIRE(total % n_ranks() == 0, name(), ": ", what, " ", total, " does not split evenly over ", n_ranks(),
+                " ranks (each rank trains on ", what, " / ranks rows)");
+  return total / n_ranks();
 }
 
 double Agent::learning_rate_factor() const { return options_.anneal_learning_rate ? 1.0 - progress() : 1.0; }
@@ -222,7 +258,7 @@ void Agent::evaluate_epoch(Metrics& row) {
   std::optional<double> routine;
   if (options_.n_eval_episodes > 0) {
     for (double temperature : options_.eval_temperatures) {
-      const CollectStats stats = evaluate(options_.n_eval_episodes, temperature);
+      const CollectStats stats = evaluate_job(options_.n_eval_episodes, temperature, std::nullopt);
       eval_returns_[temperature].push_back(stats.mean_return);
       const std::string prefix = eval_metric_prefix(temperature);
       row[prefix + "return_mean"] = stats.mean_return;
@@ -248,17 +284,26 @@ Metrics Agent::run(int64_t n_epochs) {
   if (!last_row_time_) last_row_time_ = std::chrono::steady_clock::now();
   for (int64_t e = 0; e < n_epochs && !done(); ++e) {
     epoch_ += 1;
-    epoch_start_steps_ = task_->n_interactions();
+    epoch_start_steps_ = job_interactions();
     row.clear();
+    // Data-parallel: the statistics every rank starts its collection from (copies: collection
+    // replaces them).
+    std::vector<Tree> collect_bases;
+    if (ranks())
+      for (CollectModel* model : collect_models())
+        collect_bases.push_back(model->state().map([](const Tensor& t) { return t.clone(); }));
 
     CollectOptions collect;
     collect.n_trajectories = options_.n_trajectories_per_epoch;
     collect.n_interactions = options_.n_interactions_per_epoch;
+    if (collect.n_interactions) *collect.n_interactions /= n_ranks();
+    if (collect.n_trajectories) *collect.n_trajectories = dist::rank_share(*collect.n_trajectories, rank(), n_ranks());
     collect.only_eval = options_.only_eval;
     collect.epoch = epoch_;
     collect.temperature = 1.0;
     const auto collect_start = std::chrono::steady_clock::now();
-    const CollectStats stats = task_->collect_trajectories(policy, collect);
+    CollectStats stats = task_->collect_trajectories(policy, collect);
+    if (ranks()) stats = combine_collection(stats, collect_bases);
     row["time/collect_seconds"] = seconds_since(collect_start);
     avg_returns_.push_back(stats.mean_return);  // Trax's avg_returns: the pieces' mean
     if (!stats.episode_returns.empty()) {
@@ -270,7 +315,12 @@ Metrics Agent::run(int64_t n_epochs) {
 
     const auto train_start = std::chrono::steady_clock::now();
     if (!options_.only_eval) {
-      for (const auto& [name, value] : train_epoch()) row[name] = value;
+      Metrics trained = train_epoch();
+      if (ranks()) {
+        trained = mean_over_ranks(*ranks(), trained);
+        check_weights_replicated();
+      }
+      for (const auto& [name, value] : trained) row[name] = value;
     }
     row["time/train_seconds"] = seconds_since(train_start);
 
@@ -280,8 +330,8 @@ Metrics Agent::run(int64_t n_epochs) {
     evaluate_epoch(row);
     row["time/eval_seconds"] = seconds_since(eval_start);
 
-    row["n_interactions"] = static_cast<double>(task_->n_interactions());
-    row["n_trajectories"] = static_cast<double>(task_->n_trajectories());
+    row["n_interactions"] = static_cast<double>(job_interactions());
+    row["n_trajectories"] = static_cast<double>(ranks() ? job_trajectories_ : task_->n_trajectories());
     // The previous epoch's checkpoint, if written in the background, is durable before this
     // row is written (the time waited counts as checkpoint time).
     const auto wait_start = std::chrono::steady_clock::now();
@@ -299,7 +349,7 @@ Metrics Agent::run(int64_t n_epochs) {
     const auto save_start = std::chrono::steady_clock::now();
     const bool improved = best_confirmation_ && (!best_before || best_confirmation_->epoch != best_before->epoch);
     if (epoch_ % options_.checkpoint_every == 0 || done() || improved) save();
-    if (improved && checkpoints_ && !options_.read_only) {
+    if (improved && checkpoints_ && !options_.read_only) {  // every rank: save_to gathers the tasks
       io::CheckpointDirectory best(options_.output_dir / "checkpoints" / "best", 1);
       save_to(best);
     }
@@ -308,8 +358,43 @@ Metrics Agent::run(int64_t n_epochs) {
   return row;
 }
 
+CollectStats Agent::combine_collection(const CollectStats& local, const std::vector<Tree>& collect_bases) {
+  dist::Communicator& comm = *ranks();
+  const std::vector<CollectModel*> models = collect_models();
+  for (size_t i = 0; i < models.size(); ++i)
+    models[i]->set_state(combine_collect_state(comm, collect_bases[i], models[i]->state()));
+  // The counters, exact in doubles up to 2^53, then the pieces and episodes in rank order.
+  const double counts[3] = {static_cast<double>(task_->n_interactions()), static_cast<double>(task_->n_trajectories()),
+                            static_cast<double>(local.n_interactions)};
+  const std::vector<double> all = comm.allgather(counts);
+  CollectStats job;
+  job_interactions_ = job_trajectories_ = 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    job_interactions_ += static_cast<int64_t>(all[3 * r]);
+    job_trajectories_ += static_cast<int64_t>(all[3 * r + 1]);
+    job.n_interactions += static_cast<int64_t>(all[3 * r + 2]);
+  }
+  auto as_doubles = [](const std::vector<int64_t>& v) { return std::vector<double>(v.begin(), v.end()); };
+  auto as_ints = [](const std::vector<double>& v) { return std::vector<int64_t>(v.begin(), v.end()); };
+  job.returns = gather_values(comm, local.returns);
+  job.lengths = as_ints(gather_values(comm, as_doubles(local.lengths)));
+  job.episode_returns = gather_values(comm, local.episode_returns);
+  job.episode_lengths = as_ints(gather_values(comm, as_doubles(local.episode_lengths)));
+  job.n_trajectories = static_cast<int64_t>(job.returns.size());
+  job.mean_return = mean_of(job.returns);
+  job.mean_length = mean_of(as_doubles(job.lengths));
+  return job;
+}
+
+void Agent::check_weights_replicated() {
+  int index = 0;
+  for (const Trainer* trainer : trainers())
+    check_replicated(*ranks(), trainer->weights(), name() + "'s weights of network " + std::to_string(index++) +
+                                                       " after epoch " + std::to_string(epoch_));
+}
+
 void Agent::log(const Metrics& row) {
-  if (!csv_ && !options_.output_dir.empty() && !options_.read_only) {
+  if (!csv_ && writes_) {
     std::vector<std::string> columns;
     for (const auto& [name, value] : row) columns.push_back(name);
     for (const std::string& name : optional_columns())
@@ -323,7 +408,7 @@ void Agent::log(const Metrics& row) {
 
 void Agent::save() {
   require_construction_finished("save");
-  if (!checkpoints_ || options_.read_only) return;
+  if (!checkpoints_ || options_.read_only) return;  // the same on every rank: save_to is a collective
   save_to(*checkpoints_, options_.background_checkpoints);
 }
 
@@ -355,8 +440,16 @@ void Agent::save_to(io::CheckpointDirectory& directory, bool in_background) {
         {"length_max", s.length_max},           {"length_std", s.length_std},       {"length_median", s.length_median}};
     for (const auto& [name, value] : numbers) fields[p + name] = value;
   }
+  // The task: this rank's, and with several ranks every rank's (only rank 0 writes).
+  std::map<std::string, Tensor> task_tensors;
+  io::ManifestFields task_fields;
+  task_->export_state(task_tensors, task_fields, rank_task_prefix(rank()));
+  if (ranks()) gather_checkpoint_entries(*ranks(), task_tensors, task_fields);
+  if (!writes_) return;
+  fields["agent/n_ranks"] = static_cast<int64_t>(n_ranks());
   export_state(tensors, fields);
-  task_->export_state(tensors, fields, "task/");
+  tensors.merge(task_tensors);
+  fields.merge(task_fields);
   // The histories are small: one number per epoch.
   tensors.emplace("agent/avg_returns", from_vector(avg_returns_, Shape{static_cast<int64_t>(avg_returns_.size())}));
   int64_t index = 0;
@@ -448,11 +541,30 @@ void Agent::require_construction_finished(const char* what) const {
 
 bool Agent::restore() {
   construction_finished_ = true;
+  const bool restored = restore_from_directory();
+  if (dist::Communicator* comm = ranks()) {
+    // Every rank must continue from the same epoch (they read rank 0's checkpoints).
+    const int64_t state[2] = {epoch_, restored ? 1 : 0};
+    dist::check_same_on_every_rank(*comm, std::span(reinterpret_cast<const unsigned char*>(state), sizeof state),
+                             "the restored epochs");
+    const double steps[2] = {static_cast<double>(task_->n_interactions()), static_cast<double>(task_->n_trajectories())};
+    const std::vector<double> all = comm->allgather(steps);
+    job_interactions_ = job_trajectories_ = 0;
+    for (int r = 0; r < comm->size(); ++r) {
+      job_interactions_ += static_cast<int64_t>(all[2 * r]);
+      job_trajectories_ += static_cast<int64_t>(all[2 * r + 1]);
+    }
+    for (const Trainer* trainer : trainers()) check_replicated(*comm, trainer->weights(), name() + "'s initial weights");
+  }
+  return restored;
+}
+
+bool Agent::restore_from_directory() {
   if (!checkpoints_) return false;
   std::optional<io::Checkpoint> c = load_chosen();
   if (!c) {
     // No checkpoint: the run starts from epoch 0, so rows a crashed first epoch left go.
-    if (!options_.read_only) {
+    if (writes_) {
       open_existing_csv();
       for (const auto& sink : sinks_) sink->truncate_after(0);
     }
@@ -464,6 +576,9 @@ bool Agent::restore() {
   CTRAX_REQUIRE(c->string_field("agent/algorithm") == name(), "Agent: checkpoint ", where, " holds a ",
                 c->string_field("agent/algorithm"), " agent, this is a ", name());
   const int64_t epoch = c->int_field("agent/epoch");
+  const int64_t saved_ranks = c->fields.count("agent/n_ranks") ? c->int_field("agent/n_ranks") : 1;
+  CTRAX_REQUIRE(saved_ranks == n_ranks(), "Agent: checkpoint ", where, " is of a run on ", saved_ranks,
+                " rank(s); it resumes only on as many (this run has ", n_ranks(), ")");
   CTRAX_REQUIRE(epoch == c->step && epoch >= 0, "Agent: checkpoint ", where, " says epoch ", epoch,
                 " but is numbered ", c->step);
   // The histories are float64 vectors; any other dtype or rank is refused by name (as the
@@ -491,15 +606,16 @@ bool Agent::restore() {
   // should the task's part then be refused, the constructor that called restore() throws and
   // the agent is never used.
   // The networks' tensors go to the agent's device; the task's and the agent's stay on the CPU.
-  import_state(checkpoint_on(*c, options_.device, {"task/", "agent/"}));
-  task_->import_state(*c, "task/");
+  const std::string task_prefix = rank_task_prefix(rank());
+  import_state(checkpoint_on(*c, options_.device, {"task/", "agent/", "rank"}));
+  task_->import_state(*c, task_prefix);
   epoch_ = epoch;
   avg_returns_ = std::move(avg_returns);
   eval_returns_ = std::move(eval_returns);
   solved_ = solved;
   last_confirmation_ = std::move(last);
   best_confirmation_ = std::move(best);
-  if (options_.read_only) return true;
+  if (!writes_) return true;
   // Continuing from an older checkpoint than the newest: the later ones would otherwise be
   // taken for this run's future.
   checkpoints_->remove_after(epoch_);

@@ -30,13 +30,18 @@
 #include <utility>
 #include <vector>
 
+#include "../../dist/communicator.h"
 #include "../../io/checkpoint.h"
 #include "../../optim/metrics_log.h"
 #include "../../tensor/device.h"
+#include "../../tensor/tree.h"
 #include "../learning/evaluation.h"
 #include "../learning/task.h"
 
 namespace ctrax {
+
+class CollectModel;
+class Trainer;
 
 // Which checkpoint a new agent restores: the newest, the best confirmed one, or epoch N's.
 struct CheckpointChoice {
@@ -85,6 +90,18 @@ struct AgentOptions {
   // Training steps run compiled (TrainerOptions::compile): bit for bit the eager results, without
   // the per-op overhead. false: eager.
   bool compile = true;
+  // Data-parallel training (docs/scaling.md): this rank's communicator; null or a group of one: a
+  // single process. With N ranks every rank builds the same agent on its own task
+  // (rank_task_options, rl/agents/data_parallel.h), and the options above describe the whole
+  // job: each rank collects its share of the epoch's interactions (which must split evenly) or
+  // trajectories, trains on its share of every batch (batch sizes must split evenly) with the
+  // gradients averaged over the ranks, and plays its share of the evaluation and confirmation
+  // episodes; the Normalize statistics, the metrics and the stopping decisions are combined, the
+  // weights checked identical after every epoch. Rank 0 alone writes output_dir and the sinks,
+  // its checkpoints holding every rank's task; every rank reads them to resume, which needs the
+  // same number of ranks. run(), save(), evaluate() and confirm() are then collectives: every
+  // rank calls them together.
+  std::shared_ptr<dist::Communicator> communicator;
 };
 
 // The prefix of the routine evaluation's metrics at `temperature`: "eval/" for 0, else
@@ -140,6 +157,11 @@ class Agent {
   const AgentOptions& agent_options() const { return options_; }
   // Where the networks live and train (AgentOptions::device).
   Device device() const { return options_.device; }
+  // Data-parallel training (AgentOptions::communicator): this rank and the number of ranks (0
+  // and 1 for a single process); the environment steps of every rank together.
+  int rank() const { return options_.communicator ? options_.communicator->rank() : 0; }
+  int n_ranks() const { return options_.communicator ? options_.communicator->size() : 1; }
+  int64_t job_interactions() const;
 
   // The policy as the task's collector calls it: one call per step for all copies.
   CollectPolicy collect_policy();
@@ -180,6 +202,15 @@ class Agent {
   bool restore();
   // True while run() plays evaluation episodes (act() then leaves statistics alone).
   bool evaluating() const { return evaluating_; }
+  // Data-parallel training: the models whose statistics collection changes (combined over the
+  // ranks after each collection), and the trainers whose weights every rank must keep equal.
+  virtual std::vector<CollectModel*> collect_models() { return {}; }
+  virtual std::vector<const Trainer*> trainers() const { return {}; }
+  // This rank's share of a batch of `total` rows (total / n_ranks(); ctrax::Error naming `what`
+  // when it does not split evenly).
+  int64_t batch_share(int64_t total, const char* what) const;
+  // The communicator of more than one rank, else null.
+  dist::Communicator* ranks() const { return n_ranks() > 1 ? options_.communicator.get() : nullptr; }
 
  private:
   void log(const Metrics& row);
@@ -188,6 +219,14 @@ class Agent {
   std::optional<io::Checkpoint> load_chosen();
   void evaluate_epoch(Metrics& row);
   bool final_epoch() const;
+  bool restore_from_directory();
+  // evaluate() of the job: each rank plays its share of the episodes (rank_share), and the
+  // statistics are every rank's episodes' in rank order.
+  CollectStats evaluate_job(int64_t n_episodes, double temperature, std::optional<uint64_t> seed);
+  // Data-parallel training: the collection's statistics over every rank (and the collect
+  // models' statistics combined), the epoch's metrics averaged, the weights checked.
+  CollectStats combine_collection(const CollectStats& local, const std::vector<Tree>& collect_bases);
+  void check_weights_replicated();
 
   TaskPtr task_;
   AgentOptions options_;
@@ -204,6 +243,9 @@ class Agent {
   std::optional<int64_t> epoch_start_steps_;  // set from an epoch's start to the end of its training
   std::optional<std::chrono::steady_clock::time_point> last_row_time_;
   bool construction_finished_ = false;  // restore() has run
+  bool writes_ = false;                 // output_dir given, not read-only, rank 0
+  int64_t job_interactions_ = 0;        // with several ranks: every rank's environment steps
+  int64_t job_trajectories_ = 0;        // and trajectories
 
   void require_construction_finished(const char* what) const;
   template <typename A, typename... Args>

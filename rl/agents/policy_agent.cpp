@@ -40,6 +40,7 @@ PolicyAgent::PolicyAgent(TaskPtr task, AgentOptions agent_options, PolicyAgentOp
 
   TrainerOptions t;
   t.compile = Agent::agent_options().compile;
+  t.communicator = Agent::agent_options().communicator;
   t.model = o.policy_model;
   t.loss = std::move(loss);
   t.metrics = std::move(metrics);
@@ -131,7 +132,7 @@ PolicyGradient::PolicyGradient(TaskPtr task, AgentOptions agent_options, PolicyA
 Batch PolicyGradient::policy_batch(int64_t index) const {
   TrajectoryBatchOptions b;
   b.pad_to_power_of_two = false;  // every loss is masked; padding only costs time
-  b.batch_size = policy_options().policy_batch_size;
+  b.batch_size = batch_share(policy_options().policy_batch_size, "policy_batch_size");
   b.epochs = {-1};  // on-policy: the last collection only
   b.max_slice_length = policy_options().max_slice_length;
   const TimeStepBatch batch =

@@ -70,6 +70,8 @@ class PolicyAgent : public Agent {
 
   // Actions and distribution inputs on the CPU (the policy runs on the device).
   PolicyOutput act(const Tensor& observations, Key key, double temperature) override;
+  std::vector<CollectModel*> collect_models() override { return {collect_model_.get()}; }
+  std::vector<const Trainer*> trainers() const override { return {policy_trainer_.get()}; }
   // Observations as the networks take them: float32 on the agent's device (converted on the
   // host, then one transfer; none when they are there already).
   Tensor observations_on_device(const Tensor& observations) const;
