@@ -21,6 +21,7 @@
 #include <ctrax/rl/learning/advantages.h>
 #include <ctrax/rl/environments/env.h>
 #include <ctrax/rl/environments/env_registry.h>
+#include <ctrax/rl/agents/data_parallel.h>
 #include <ctrax/rl/agents/policy_models.h>
 
 #include "config.h"
@@ -219,7 +220,11 @@ RunConfig read_run_config(toml::table config, const std::string& file) {
   return c;
 }
 
-TaskPtr make_task(const RunConfig& c) { return std::make_shared<RLTask>(c.env, c.task); }
+TaskPtr make_task(const RunConfig& c) {
+  // Data-parallel: this rank's share of the environments, on its own seeds.
+  if (c.agent.communicator) return std::make_shared<RLTask>(c.env, rank_task_options(c.task, *c.agent.communicator));
+  return std::make_shared<RLTask>(c.env, c.task);
+}
 
 std::unique_ptr<Agent> make_agent(const RunConfig& c, TaskPtr task, const std::filesystem::path& output_dir) {
   const AlgorithmSpec* spec = find_algorithm(c.algorithm);

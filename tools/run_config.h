@@ -72,7 +72,8 @@ const OptionTable<RunConfig>& run_keys();
 // environment or a distribution that does not fit the action space is reported here.
 RunConfig read_run_config(toml::table config, const std::string& file);
 
-// The task and the agent of a run; the agent writes to output_dir (empty: nothing).
+// The task and the agent of a run; the agent writes to output_dir (empty: nothing). With
+// config.agent.communicator the task is this rank's share (rank_task_options).
 TaskPtr make_task(const RunConfig& config);
 std::unique_ptr<Agent> make_agent(const RunConfig& config, TaskPtr task, const std::filesystem::path& output_dir);
 

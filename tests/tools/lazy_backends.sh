@@ -22,17 +22,18 @@ while [[ $# -gt 0 ]]; do
 done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-lazy='libctrax_cuda|libcudart|libcublas|libcudnn|libcuda\.so|libnvrtc|libopenblas'
+# MPI too: only a run under mpirun opens the MPI module (dist/mpi_communicator.h).
+lazy='libctrax_cuda|libcudart|libcublas|libcudnn|libcuda\.so|libnvrtc|libopenblas|libctrax_mpi|libmpi'
 fail() { echo "FAIL: $*" >&2; exit 1; }
-unset CTRAX_GEMM_BACKEND CTRAX_CUDA_MODULE
+unset CTRAX_GEMM_BACKEND CTRAX_CUDA_MODULE CTRAX_MPI_MODULE
 
-if ldd "$ctrax" | grep -E "$lazy"; then fail "ldd: $ctrax needs CUDA or OpenBLAS at start"; fi
-echo "ldd: neither CUDA nor OpenBLAS is needed by $ctrax"
+if ldd "$ctrax" | grep -E "$lazy"; then fail "ldd: $ctrax needs CUDA, OpenBLAS or MPI at start"; fi
+echo "ldd: neither CUDA, OpenBLAS nor MPI is needed by $ctrax"
 
 LD_DEBUG=files "$ctrax" --help >/dev/null 2>"$work/help.log"
 grep -q "file=" "$work/help.log" || fail "LD_DEBUG printed nothing (cannot check what was loaded)"
-if grep -E "file=[^ ]*($lazy)" "$work/help.log"; then fail "ctrax --help loaded CUDA or OpenBLAS"; fi
-echo "ctrax --help: neither CUDA nor OpenBLAS loaded"
+if grep -E "file=[^ ]*($lazy)" "$work/help.log"; then fail "ctrax --help loaded CUDA, OpenBLAS or MPI"; fi
+echo "ctrax --help: neither CUDA, OpenBLAS nor MPI loaded"
 
 LD_DEBUG=files "$ctrax" train "$config" --epochs 2 --output-dir "$work/run" >"$work/train.out" 2>"$work/train.log" &
 pid=$!
@@ -44,7 +45,7 @@ while kill -0 "$pid" 2>/dev/null; do
 done
 wait "$pid" || { tail -20 "$work/train.out" "$work/train.log"; fail "ctrax train failed"; }
 [[ $samples -gt 0 ]] || fail "no /proc/PID/maps sample was taken"
-if grep -E "$lazy" "$work/maps" | head -3; then fail "/proc/PID/maps of ctrax train shows CUDA or OpenBLAS"; fi
+if grep -E "$lazy" "$work/maps" | head -3; then fail "/proc/PID/maps of ctrax train shows CUDA, OpenBLAS or MPI"; fi
 if grep -E "file=[^ ]*($lazy)" "$work/train.log"; then fail "ctrax train loaded CUDA or OpenBLAS"; fi
 echo "ctrax train (2 epochs): neither CUDA nor OpenBLAS loaded ($samples maps samples)"
 

@@ -11,6 +11,10 @@
 // be resumed on another device.
 // Ctrl-C (SIGINT) or SIGTERM stops after the current epoch, whose checkpoint is saved; a second
 // Ctrl-C kills at once (the last epoch's checkpoint is still intact: checkpoints are atomic).
+// Data-parallel (docs/scaling.md): under `mpirun -np N` each process is one rank of the job;
+// --virtual-ranks N runs N ranks as threads of this process, bit for bit what N MPI ranks
+// compute. Rank 0 prints, creates the run directory and writes it; an error on any rank ends
+// every rank (MPI_Abort under mpirun) after printing it.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -28,6 +32,8 @@
 #include <ctrax/io/atomic_file.h>
 #include <ctrax/io/checkpoint.h>
 #include <ctrax/base/error.h>
+#include <ctrax/dist/in_process_group.h>
+#include <ctrax/dist/mpi_communicator.h>
 #include <ctrax/kernels/cuda/runtime.h>
 #include <ctrax/kernels/gemm.h>
 #include <ctrax/kernels/parallel.h>
@@ -85,11 +91,25 @@ double peak_resident_mib() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
-// The run's agent, writing TensorBoard events too and restored from the chosen checkpoint, if any.
+// Rank 0 of a data-parallel job, or a single process: the one that prints and writes.
+bool first_rank(const RunConfig& config) { return !config.agent.communicator || config.agent.communicator->rank() == 0; }
+
+// Whether any rank was asked to stop (a collective on several ranks, so that all stop together).
+bool stop_requested(const RunConfig& config) {
+  double stop = g_stop_requested ? 1.0 : 0.0;
+  if (config.agent.communicator) dist::allreduce_sum(*config.agent.communicator, std::span<double>(&stop, 1));
+  return stop > 0;
+}
+
+// The run's agent, writing TensorBoard events too (rank 0) and restored from the chosen
+// checkpoint, if any.
 std::unique_ptr<Agent> make_run_agent(const RunConfig& config, const TaskPtr& task, const fs::path& dir) {
   RunConfig with_sinks = config;
-  auto events = std::make_shared<TensorBoardMetricsSink>(dir);
-  with_sinks.agent.sinks.push_back(events);
+  std::shared_ptr<TensorBoardMetricsSink> events;
+  if (first_rank(config)) {
+    events = std::make_shared<TensorBoardMetricsSink>(dir);
+    with_sinks.agent.sinks.push_back(events);
+  }
   // Each epoch's checkpoint is written while the next epoch runs (AgentOptions).
   with_sinks.agent.background_checkpoints = true;
   try {
@@ -97,7 +117,7 @@ std::unique_ptr<Agent> make_run_agent(const RunConfig& config, const TaskPtr& ta
   } catch (...) {
     // A refused checkpoint leaves the run directory as it was: no new event file.
     std::error_code ignored;
-    fs::remove(events->path(), ignored);
+    if (events) fs::remove(events->path(), ignored);
     throw;
   }
 }
@@ -111,17 +131,22 @@ double run_epochs(Agent& agent, const RunConfig& config, int64_t first_epoch) {
   g_stop_requested = 0;
   std::signal(SIGINT, request_stop);
   std::signal(SIGTERM, request_stop);
-  Progress progress(stdout, ::isatty(::fileno(stdout)) == 1, first_epoch, config.epochs, eval_key, 2.0,
-                    config.total_env_steps);
+  std::optional<Progress> progress;
+  if (first_rank(config))
+    progress.emplace(stdout, ::isatty(::fileno(stdout)) == 1, first_epoch, config.epochs, eval_key, 2.0,
+                     config.total_env_steps);
   const auto start = std::chrono::steady_clock::now();
-  while (!agent.done() && !g_stop_requested) {
+  bool stop = false;
+  while (!agent.done() && !stop) {
     const Metrics row = agent.run(1);
-    progress.epoch(agent.epoch(), row, agent.done() || g_stop_requested);
+    stop = stop_requested(config);
+    if (progress) progress->epoch(agent.epoch(), row, agent.done() || stop);
   }
-  progress.end_line();
+  if (progress) progress->end_line();
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
-  if (g_stop_requested) agent.save();  // the epoch's checkpoint, whatever checkpoint_every says
+  g_stop_requested = stop ? 1 : 0;
+  if (stop) agent.save();  // the epoch's checkpoint, whatever checkpoint_every says
   agent.finish_saving();               // the last checkpoint is durable before anything is said
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -148,23 +173,26 @@ std::string draw_learning_curve(const Agent& agent, const RunConfig& config, con
 int train_until_done(const RunConfig& config, const fs::path& dir, bool rewrite_config = false) {
   TaskPtr task = make_task(config);
   std::unique_ptr<Agent> agent = make_run_agent(config, task, dir);
-  if (rewrite_config) {
+  const bool speaks = first_rank(config);
+  if (rewrite_config && speaks) {
     std::ostringstream text;
     text << format_config(config.resolved) << "\n";
     io::write_file_atomically(dir / "config.toml", text.str());
   }
   const int64_t first_epoch = agent->epoch();
-  if (first_epoch > 0)
+  if (first_epoch > 0 && speaks)
     std::printf("resuming %s at epoch %lld (%s checkpoint)\n", dir.c_str(), static_cast<long long>(first_epoch),
                 config.agent.restore_from.to_string().c_str());
   if (agent->done()) {
+    if (!speaks) return 0;
     std::printf("%s is at epoch %lld, %lld environment steps: nothing to do (%s)\n", dir.c_str(),
-                static_cast<long long>(first_epoch), static_cast<long long>(task->n_interactions()),
+                static_cast<long long>(first_epoch), static_cast<long long>(agent->job_interactions()),
                 agent->solved() ? "it is solved; --checkpoint N continues from an earlier epoch"
                                 : "its epochs or step budget are spent; give --epochs to train longer");
     return 0;
   }
   const double seconds = run_epochs(*agent, config, first_epoch);
+  if (!speaks) return g_stop_requested ? kExitInterrupted : 0;
   const std::string curve_note = draw_learning_curve(*agent, config, dir);
   if (g_stop_requested) {
     std::printf("interrupted after epoch %lld; its checkpoint is saved. Continue with: ctrax resume %s\n",
@@ -174,8 +202,9 @@ int train_until_done(const RunConfig& config, const fs::path& dir, bool rewrite_
   std::ostringstream summary;
   summary.precision(1);
   summary << std::fixed << config.algorithm << " on " << config.env << ": epoch " << agent->epoch() << ", "
-          << task->n_interactions() << " environment steps (the initial random ones included), " << seconds
-          << " s, peak memory " << peak_resident_mib() << " MiB, GEMM "
+          << agent->job_interactions() << " environment steps (the initial random ones included), " << seconds
+          << " s" << (agent->n_ranks() > 1 ? " on " + std::to_string(agent->n_ranks()) + " ranks" : std::string())
+          << ", peak memory " << peak_resident_mib() << " MiB, GEMM "
           << static_cast<double>(kernels::gemm_flop_count()) * 1e-9 << " GFLOP\n"
           << outcome(*agent, config);
   std::printf("%s\noutputs in %s (metrics.csv, metrics.jsonl, TensorBoard events, checkpoints%s%s)\n",
@@ -209,6 +238,7 @@ struct TrainArgs {
   std::string device = "cpu";
   std::optional<std::string> seed, epochs;  // as typed: a number too large for int64 is refused as it was typed
   std::optional<int> threads;
+  int virtual_ranks = 1;
 };
 
 // A whole number >= 0 as typed after `option`; anything else (a sign, a fraction, more than
@@ -222,8 +252,43 @@ int64_t count_argument(const std::string& option, const std::string& text) {
   return value;
 }
 
-int train(TrainArgs args) {
-  const Device device = device_and_threads(args.device, args.threads);
+// Runs body(communicator) on this job's ranks: under mpirun, as this process's MPI rank (an
+// error is printed, then ends every rank: MPI_Abort); with virtual_ranks > 1, that many ranks as
+// threads of this process (one CPU thread each unless --threads says otherwise); else once, with
+// no communicator. Returns rank 0's status.
+int on_ranks(int virtual_ranks, const std::function<int(std::shared_ptr<dist::Communicator>)>& body) {
+  CTRAX_REQUIRE(virtual_ranks >= 1, "--virtual-ranks must be >= 1, got ", virtual_ranks);
+  if (dist::MpiCommunicator::launched_by_mpirun()) {
+    CTRAX_REQUIRE(virtual_ranks == 1, "--virtual-ranks ", virtual_ranks,
+                  " under mpirun: the job's ranks are mpirun's processes (give one or the other)");
+    auto comm = std::make_shared<dist::MpiCommunicator>();
+    if (comm->size() == 1) return body(nullptr);
+    try {
+      return body(comm);
+    } catch (const std::exception& e) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "ctrax: error on rank %d of %d: %s (ending every rank)\n", comm->rank(), comm->size(),
+                   e.what());
+      std::fflush(stderr);
+      comm->abort_job(kExitBadInput);
+    }
+  }
+  if (virtual_ranks == 1) return body(nullptr);
+  std::atomic<int> status{0};
+  dist::run_virtual_ranks(virtual_ranks, [&](std::shared_ptr<dist::Communicator> comm) {
+    const int s = body(comm);
+    if (comm->rank() == 0) status = s;
+  });
+  return status;
+}
+
+// The run directory rank 0 chose, on every rank.
+fs::path shared_directory(const RunConfig& config, const fs::path& dir) {
+  if (!config.agent.communicator) return dir;
+  return fs::path(dist::allgather_bytes(*config.agent.communicator, dir.string()).front());
+}
+
+int train_rank(TrainArgs args, const Device& device, std::shared_ptr<dist::Communicator> comm) {
   const bool embedded = args.config.empty();
   toml::table table = embedded ? parse_config_text(kDefaultConfig, "the default configuration (PPO on CartPole-v1)")
                                : parse_config_file(args.config);
@@ -232,24 +297,34 @@ int train(TrainArgs args) {
   apply_overrides(table, args.overrides);
   RunConfig config = read_run_config(std::move(table), embedded ? "default configuration" : args.config);
   config.agent.device = device;
+  config.agent.communicator = std::move(comm);
   check_memory(config);  // before any environment or buffer exists
   fs::path dir(args.output_dir);
-  if (dir.empty()) {
+  if (dir.empty() && first_rank(config)) {
     // runs/<config name>, or the first of runs/<name>_2, _3, ... that holds no run: training
     // again never touches an earlier run. (An explicit --output-dir holding a run is refused.)
     const std::string name = embedded ? std::string("ppo_cartpole") : fs::path(args.config).stem().string();
     dir = fs::path("runs") / name;
     for (int i = 2; fs::exists(dir / "run.toml"); ++i) dir = fs::path("runs") / (name + "_" + std::to_string(i));
   }
-  check_new_run_directory(dir);
+  if (first_rank(config)) check_new_run_directory(dir);
   {
     // Options that only the agent checks (shared layers that do not fit, a model whose output
     // does not fit the action space, ...) are refused before the run directory exists.
     TaskPtr probe_task = make_task(config);
     make_agent(config, probe_task, "");
   }
-  create_run_directory(dir, config);  // refuses a directory that holds a run, before writing
+  // refuses a directory that holds a run, before writing
+  if (first_rank(config)) create_run_directory(dir, config);
+  dir = shared_directory(config, dir);  // after rank 0 created it
   return train_until_done(config, dir);
+}
+
+int train(const TrainArgs& args) {
+  const Device device = device_and_threads(args.device, args.threads);
+  if (args.virtual_ranks > 1 && !args.threads) kernels::set_num_threads(1);
+  return on_ranks(args.virtual_ranks,
+                  [&](std::shared_ptr<dist::Communicator> comm) { return train_rank(args, device, comm); });
 }
 
 struct ResumeArgs {
@@ -258,14 +333,15 @@ struct ResumeArgs {
   std::string device = "cpu";
   std::optional<int> threads;
   std::string checkpoint = "latest";
+  int virtual_ranks = 1;
 };
 
-int resume(const ResumeArgs& args) {
-  const Device on = device_and_threads(args.device, args.threads);
+int resume_rank(const ResumeArgs& args, const Device& on, std::shared_ptr<dist::Communicator> comm) {
   const CheckpointChoice choice = CheckpointChoice::parse(args.checkpoint);
   const fs::path dir(args.run_dir);
   RunConfig config = open_run_directory(dir);
   config.agent.device = on;
+  config.agent.communicator = std::move(comm);
   config.agent.restore_from = choice;
   if (args.epochs) {
     const int64_t epochs = count_argument("--epochs", *args.epochs);
@@ -275,13 +351,22 @@ int resume(const ResumeArgs& args) {
     config.resolved.insert_or_assign("epochs", epochs);
   }
   check_memory(config);
-  // A crash while writing the run's files may have left temporaries (".run.toml.tmp.<pid>.<n>").
-  io::remove_stale_temporaries(dir);
+  if (first_rank(config)) {
+    // A crash while writing the run's files may have left temporaries (".run.toml.tmp.<pid>.<n>").
+    io::remove_stale_temporaries(dir);
+  }
   const io::CheckpointDirectory existing(dir / "checkpoints", 1, io::CheckpointDirectory::Access::read_only);
-  if (choice.kind == CheckpointChoice::Kind::latest && !existing.latest_step())
+  if (choice.kind == CheckpointChoice::Kind::latest && !existing.latest_step() && first_rank(config))
     std::printf("%s has no checkpoint yet (it stopped before its first one): training from epoch 0, its metric "
                 "rows dropped\n", dir.c_str());
   return train_until_done(config, dir, /*rewrite_config=*/args.epochs.has_value());
+}
+
+int resume(const ResumeArgs& args) {
+  const Device on = device_and_threads(args.device, args.threads);
+  if (args.virtual_ranks > 1 && !args.threads) kernels::set_num_threads(1);
+  return on_ranks(args.virtual_ranks,
+                  [&](std::shared_ptr<dist::Communicator> comm) { return resume_rank(args, on, comm); });
 }
 
 }  // namespace
@@ -297,6 +382,8 @@ void add_train_commands(CLI::App& app, int& status) {
   train_cmd->add_option("--seed", args->seed, "the run's seed (same as --set seed=N)");
   train_cmd->add_option("--epochs", args->epochs, "the number of epochs (same as --set epochs=N)");
   train_cmd->add_option("--threads", args->threads, "CPU threads (default: all; or CTRAX_NUM_THREADS)");
+  train_cmd->add_option("--virtual-ranks", args->virtual_ranks,
+                        "run N data-parallel ranks as threads: what `mpirun -np N ctrax train` computes (default 1)");
   train_cmd->callback([args, &status] { status = train(*args); });
 
   auto resume_args = std::make_shared<ResumeArgs>();
@@ -309,6 +396,8 @@ void add_train_commands(CLI::App& app, int& status) {
                          "after it are removed");
   resume_cmd->add_option("--device", resume_args->device, "where the networks train: cpu, cuda or cuda:N (default cpu)");
   resume_cmd->add_option("--threads", resume_args->threads, "CPU threads (default: all; or CTRAX_NUM_THREADS)");
+  resume_cmd->add_option("--virtual-ranks", resume_args->virtual_ranks,
+                         "N data-parallel ranks as threads, as many as the run was trained on (default 1)");
   resume_cmd->callback([resume_args, &status] { status = resume(*resume_args); });
 }
 
