@@ -75,6 +75,12 @@ std::vector<std::string> allgather_bytes(Communicator& comm, std::string_view lo
   return out;
 }
 
+std::vector<std::string> Communicator::gather_bytes_at_root(std::string_view local) {
+  std::vector<std::string> all = allgather_bytes(*this, local);
+  if (rank() != 0) all.clear();
+  return all;
+}
+
 double mean_over_ranks(Communicator& comm, double value) {
   allreduce_sum(comm, std::span<double>(&value, 1), /*divide_by_size=*/true);
   return value;

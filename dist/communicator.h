@@ -29,9 +29,15 @@ class Communicator {
   virtual std::vector<double> allgather(std::span<const double> local) = 0;
   // Returns once every rank has called it.
   virtual void barrier() = 0;
+  // Every rank's `local` bytes (lengths may differ) at rank 0, in rank order; the other ranks get
+  // an empty vector. The default is allgather_bytes (everything sent everywhere); MPI sends each
+  // rank's bytes to rank 0 only (what checkpoints of the whole job need).
+  virtual std::vector<std::string> gather_bytes_at_root(std::string_view local);
 };
 
 // The group of one rank (a plain single-process run).
+std::vector<std::string> allgather_bytes(Communicator& comm, std::string_view local);
+
 class SingleProcess final : public Communicator {
  public:
   int rank() const override { return 0; }
@@ -55,7 +61,7 @@ void check_same_on_every_rank(Communicator& comm, std::span<const unsigned char>
 
 // Every rank's `local` bytes (lengths may differ), in rank order, on every rank: the lengths are
 // gathered first, then the bytes packed eight to a double (copied, never computed with).
-std::vector<std::string> allgather_bytes(Communicator& comm, std::string_view local);
+// (Declared above, before Communicator's default gather_bytes_at_root uses it.)
 
 // The mean over the ranks of one number, the same bits on every rank.
 double mean_over_ranks(Communicator& comm, double value);

@@ -95,6 +95,27 @@ void MpiCommunicator::barrier() {
   CTRAX_REQUIRE(module_->barrier(error, sizeof error) == 0, "MPI: ", error);
 }
 
+std::vector<std::string> MpiCommunicator::gather_bytes_at_root(std::string_view local) {
+  const double length = static_cast<double>(local.size());
+  const std::vector<double> all = allgather(std::span<const double>(&length, 1));
+  std::vector<long long> lengths(all.begin(), all.end());
+  long long total = 0;
+  for (long long n : lengths) total += n;
+  std::string joined(rank_ == 0 ? static_cast<size_t>(total) : 0, '\0');
+  char error[512] = {};
+  CTRAX_REQUIRE(module_->gather_bytes(local.data(), local.size(), lengths.data(), joined.data(), error,
+                                      sizeof error) == 0,
+                "MPI ", error);
+  std::vector<std::string> out;
+  if (rank_ != 0) return out;
+  size_t at = 0;
+  for (long long n : lengths) {
+    out.push_back(joined.substr(at, static_cast<size_t>(n)));
+    at += static_cast<size_t>(n);
+  }
+  return out;
+}
+
 void MpiCommunicator::abort_job(int exit_code) {
   module_->abort_job(exit_code);
   std::_Exit(exit_code);  // MPI_Abort does not return; should it, end this rank at least

@@ -29,6 +29,7 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
   std::vector<double> allgather(std::span<const double> local) override;
   void barrier() override;
+  std::vector<std::string> gather_bytes_at_root(std::string_view local) override;
   // Ends every rank of the job now (MPI_Abort), for a program's last error handler: the other
   // ranks, waiting in a collective, would otherwise wait for ever.
   [[noreturn]] void abort_job(int exit_code);

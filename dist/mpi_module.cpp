@@ -64,6 +64,29 @@ int allgather(const double* local, size_t n, double* out, char* error, size_t er
                 "MPI_Allgather", error, error_size);
 }
 
+int gather_bytes(const void* local, size_t length, const long long* lengths, void* out, char* error,
+                 size_t error_size) {
+  int size = 1, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::vector<int> counts, displacements;
+  if (rank == 0) {
+    long long at = 0;
+    for (int r = 0; r < size; ++r) {
+      if (lengths[r] > (1LL << 31) - 1 || at > (1LL << 31) - 1) {
+        std::snprintf(error, error_size, "gather: %lld bytes exceed MPI's int counts", lengths[r] + at);
+        return 1;
+      }
+      counts.push_back(static_cast<int>(lengths[r]));
+      displacements.push_back(static_cast<int>(at));
+      at += lengths[r];
+    }
+  }
+  return report(MPI_Gatherv(local, static_cast<int>(length), MPI_BYTE, out, counts.data(), displacements.data(),
+                            MPI_BYTE, 0, MPI_COMM_WORLD),
+                "MPI_Gatherv", error, error_size);
+}
+
 int barrier(char* error, size_t error_size) { return report(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier", error, error_size); }
 
 void abort_job(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
@@ -74,7 +97,7 @@ void finalize() {
   if (!finalized) MPI_Finalize();
 }
 
-const CtraxMpiModule kModule{kCtraxMpiModuleVersion, init, allgather, barrier, abort_job, finalize};
+const CtraxMpiModule kModule{kCtraxMpiModuleVersion, init, allgather, barrier, gather_bytes, abort_job, finalize};
 
 }  // namespace
 

@@ -23,6 +23,10 @@ struct CtraxMpiModule {
   // Every rank's n doubles into out (n * size of them), after checking that every rank gives n.
   int (*allgather)(const double* local, size_t n, double* out, char* error, size_t error_size);
   int (*barrier)(char* error, size_t error_size);
+  // MPI_Gatherv of bytes to rank 0: every rank's `length` bytes; at rank 0, lengths[r] (of every
+  // rank r, each < 2^31) and `out` with room for their sum, filled in rank order.
+  int (*gather_bytes)(const void* local, size_t length, const long long* lengths, void* out, char* error,
+                      size_t error_size);
   // MPI_Abort(MPI_COMM_WORLD, code): ends every rank of the job.
   void (*abort_job)(int code);
   void (*finalize)();
@@ -30,5 +34,5 @@ struct CtraxMpiModule {
 
 }  // extern "C"
 
-inline constexpr int kCtraxMpiModuleVersion = 1;
+inline constexpr int kCtraxMpiModuleVersion = 2;
 inline constexpr const char* kCtraxMpiModuleEntryPoint = "ctrax_mpi_module";

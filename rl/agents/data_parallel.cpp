@@ -122,9 +122,8 @@ void gather_checkpoint_entries(dist::Communicator& comm, std::map<std::string, T
   for (const auto& [name, value] : fields) metadata[name] = encode_field(value);
   std::map<std::string, Tensor> cpu;
   for (const auto& [name, tensor] : tensors) cpu.emplace(name, tensor.to(Device::cpu()));
-  const std::vector<std::string> all = dist::allgather_bytes(comm, io::encode_safetensors(cpu, metadata));
-  for (int r = 0; r < comm.size(); ++r) {
-    if (r == comm.rank()) continue;
+  const std::vector<std::string> all = comm.gather_bytes_at_root(io::encode_safetensors(cpu, metadata));
+  for (int r = 1; r < static_cast<int>(all.size()); ++r) {
     const std::string& bytes = all[static_cast<size_t>(r)];
     io::SafetensorsContents contents = io::decode_safetensors(
         std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), "rank " + std::to_string(r));

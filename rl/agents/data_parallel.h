@@ -45,8 +45,8 @@ std::vector<double> gather_values(dist::Communicator& comm, const std::vector<do
 // ctrax::Error).
 Metrics mean_over_ranks(dist::Communicator& comm, const Metrics& local);
 
-// Checkpoint entries (tensors and fields) of every rank on every rank, each under the names it
-// was given: for rank 0's checkpoint of the whole job.
+// Every rank's checkpoint entries (tensors and fields), each under the names it was given, added
+// to rank 0's (the other ranks' are left as they were): for rank 0's checkpoint of the whole job.
 void gather_checkpoint_entries(dist::Communicator& comm, std::map<std::string, Tensor>& tensors,
                                io::ManifestFields& fields);
 

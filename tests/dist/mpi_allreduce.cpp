@@ -50,9 +50,17 @@ int main() {
       refused = true;
     }
     comm.barrier();
-    std::printf("rank %d of %d: %d mismatches against %d virtual ranks, uneven lengths %s\n", comm.rank(),
-                comm.size(), mismatches, comm.size(), refused ? "refused" : "NOT refused");
-    return mismatches == 0 && (refused || comm.size() == 1) ? 0 : 1;
+    // Bytes of every rank's own length (rank r: r + 1 copies of 'a' + r, an empty one for rank 1)
+    // arrive at rank 0 in rank order, allgathered and gathered alike; the others get nothing.
+    auto bytes_of = [](int r) { return r == 1 ? std::string() : std::string(static_cast<size_t>(r + 1), char('a' + r)); };
+    const std::vector<std::string> at_root = comm.gather_bytes_at_root(bytes_of(comm.rank()));
+    const std::vector<std::string> everywhere = ctrax::dist::allgather_bytes(comm, bytes_of(comm.rank()));
+    bool gathered_ok = comm.rank() == 0 ? at_root == everywhere : at_root.empty();
+    for (int r = 0; r < comm.size(); ++r) gathered_ok = gathered_ok && everywhere[static_cast<size_t>(r)] == bytes_of(r);
+    std::printf("rank %d of %d: %d mismatches against %d virtual ranks, uneven lengths %s, bytes %s\n", comm.rank(),
+                comm.size(), mismatches, comm.size(), refused ? "refused" : "NOT refused",
+                gathered_ok ? "gathered" : "NOT gathered");
+    return mismatches == 0 && (refused || comm.size() == 1) && gathered_ok ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mpi_allreduce: %s\n", e.what());
     return 1;

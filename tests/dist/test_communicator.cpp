@@ -87,3 +87,28 @@ TEST_CASE("check_same_on_every_rank names the ranks whose bytes differ from rank
   CHECK_THROWS_WITH_AS(dist::check_same_on_every_rank(drifted, bytes, "weights"),
                        doctest::Contains("weights differ between ranks: rank(s) 1 do not match rank 0"), Error);
 }
+
+TEST_CASE("allgather_bytes and gather_bytes_at_root carry bytes of any length in rank order") {
+  auto bytes_of = [](int r) { return r == 1 ? std::string() : std::string(static_cast<size_t>(3 * r + 5), char('a' + r)); };
+  std::vector<std::vector<std::string>> everywhere(3), at_root(3);
+  std::vector<double> means(3);
+  std::vector<int64_t> shares(3);
+  dist::run_virtual_ranks(3, [&](std::shared_ptr<dist::Communicator> comm) {
+    const int r = comm->rank();
+    everywhere[r] = dist::allgather_bytes(*comm, bytes_of(r));
+    at_root[r] = comm->gather_bytes_at_root(bytes_of(r));
+    means[r] = dist::mean_over_ranks(*comm, r + 0.5);
+    shares[r] = dist::rank_share(7, r, comm->size());
+  });
+  for (int r = 0; r < 3; ++r) {
+    REQUIRE(everywhere[r].size() == 3);
+    for (int s = 0; s < 3; ++s) CHECK(everywhere[r][s] == bytes_of(s));
+    CHECK(means[r] == 1.5);
+  }
+  CHECK(at_root[0] == everywhere[0]);
+  CHECK(at_root[1].empty());
+  CHECK(at_root[2].empty());
+  CHECK(shares == std::vector<int64_t>{3, 2, 2});
+  CHECK_THROWS_WITH_AS(dist::rank_share(7, 3, 3), doctest::Contains("rank 3 is not in a group of 3"), Error);
+  CHECK_THROWS_WITH_AS(dist::rank_share(-1, 0, 1), doctest::Contains("total must be >= 0"), Error);
+}
