@@ -125,6 +125,8 @@ Agent::Agent(TaskPtr task, AgentOptions options) : task_(std::move(task)), optio
   CTRAX_REQUIRE(o.checkpoint_every >= 1, "Agent: checkpoint_every must be >= 1, got ", o.checkpoint_every);
   CTRAX_REQUIRE(!o.anneal_learning_rate || o.max_epochs || o.total_env_steps,
                 "Agent: anneal_learning_rate needs max_epochs or total_env_steps (what the rate anneals over)");
+  CTRAX_REQUIRE(n_ranks() == 1 || o.device.is_cpu(), "Agent: data-parallel training on ", o.device,
+                " is not built (the GPU allreduce, NCCL, is not there yet: docs/scaling.md); train on the CPU");
   require_usable_device(o.device, "Agent");
   if (o.n_interactions_per_epoch)
     CTRAX_REQUIRE(*o.n_interactions_per_epoch % n_ranks() == 0, "Agent: n_interactions_per_epoch ",
@@ -132,8 +134,6 @@ Agent::Agent(TaskPtr task, AgentOptions options) : task_(std::move(task)), optio
   if (o.n_trajectories_per_epoch)
     CTRAX_REQUIRE(*o.n_trajectories_per_epoch >= n_ranks(), "Agent: n_trajectories_per_epoch ",
                   *o.n_trajectories_per_epoch, " leaves some of the ", n_ranks(), " ranks nothing to collect");
-  CTRAX_REQUIRE(n_ranks() == 1 || o.device.is_cpu(), "Agent: data-parallel training on ", o.device,
-                " is not built (the GPU allreduce, NCCL, is not there yet: docs/scaling.md); train on the CPU");
   writes_ = !o.output_dir.empty() && !o.read_only && rank() == 0;
   if (rank() == 0) sinks_ = o.sinks;
   if (!o.output_dir.empty()) {

@@ -88,3 +88,25 @@ TEST_CASE("Unequal allgather lengths are refused on every virtual rank") {
   CHECK(errors[0].find("different numbers of values") != std::string::npos);
   CHECK(errors[1].find("different numbers of values") != std::string::npos);
 }
+
+TEST_CASE("Virtual ranks hold the same weights after every step, and a drift is caught") {
+  dist::run_virtual_ranks(2, [](std::shared_ptr<dist::Communicator> comm) {
+    TrainerOptions o;
+    o.model = Serial({Dense(8), Tanh(), Dense(1)});
+    o.loss = L2Loss();
+    o.optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 1e-2});
+    o.train_stream = test_dist::rank_batches(comm->rank());
+    o.seed = 5;
+    o.communicator = comm;
+    Trainer trainer(std::move(o));
+    for (int step = 0; step < 6; ++step) {
+      trainer.train_step(false);
+      check_replicated(*comm, trainer.weights(), "the weights after step " + std::to_string(step));
+    }
+    // Rank 1's weights nudged: the next check names it.
+    if (comm->rank() == 1) trainer.set_weights(trainer.weights().map([](const Tensor& w) { return w + 1e-6; }));
+    CHECK_THROWS_WITH_AS(check_replicated(*comm, trainer.weights(), "the nudged weights"),
+                         doctest::Contains("the nudged weights differ between ranks: rank(s) 1 do not match rank 0"),
+                         Error);
+  });
+}
