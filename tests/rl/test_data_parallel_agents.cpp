@@ -231,7 +231,9 @@ TEST_CASE("Data-parallel agents: a rank that fails ends the job on every rank wi
 TEST_CASE("combine_rank_statistics: two ranks' Normalize statistics are those of all their observations") {
   LayerPtr norm = Normalize();
   const Signature sig{{Shape{4, 1, 3}, DType::float64}};
-  auto [w, base] = norm->init(sig);
+  const std::pair<Tree, Tree> initial = norm->init(sig);
+  const Tree& w = initial.first;
+  const Tree& base = initial.second;
   // The base has seen 4 observations; rank 0 then sees a, rank 1 sees b; one process sees all.
   const Tensor first = normal(Key(1), Shape{4, 1, 3}, DType::float64);
   const Tensor a = normal(Key(2), Shape{4, 1, 3}, DType::float64, 1.0, 2.0);
