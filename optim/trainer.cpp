@@ -321,10 +321,11 @@ bool Trainer::update_in_step() {
 
 Tree Trainer::averaged_over_ranks(const Tree& gradients) const {
   // One collective for all the leaves: their values side by side, in float64 (exact for float32).
+  // Gradients on a GPU go through host memory (no NCCL yet): the rank-ordered float64 sum is the
+  // same bits wherever it is taken.
   std::vector<double> flat;
   for (const Tensor& g : gradients.leaves()) {
-    CTRAX_REQUIRE(g.device().is_cpu(), "Trainer: data-parallel training needs CPU gradients, got one on ", g.device());
-    const Tensor wide = g.to(DType::float64).contiguous();
+    const Tensor wide = g.to(Device::cpu()).to(DType::float64).contiguous();
     flat.insert(flat.end(), wide.data<double>(), wide.data<double>() + wide.numel());
   }
   dist::allreduce_sum(*options_.communicator, flat, /*divide_by_size=*/true);
@@ -335,7 +336,8 @@ Tree Trainer::averaged_over_ranks(const Tree& gradients) const {
     leaves.push_back(from_vector(std::vector<double>(flat.begin() + static_cast<std::ptrdiff_t>(offset),
                                                      flat.begin() + static_cast<std::ptrdiff_t>(offset + n)),
                                  g.shape())
-                         .to(g.dtype()));
+                         .to(g.dtype())
+                         .to(g.device()));
     offset += n;
   }
   return gradients.with_leaves(leaves);

@@ -72,7 +72,8 @@ struct TrainerOptions {
   // same options and seed on its own batches; each step's gradients are averaged over the
   // ranks (in rank order, the same bits on every rank) before the update, so the weights stay
   // identical. Null or one rank: a plain single-process Trainer. The update then runs after the
-  // plan (eagerly), since the gradients leave the plan for the collective.
+  // plan (eagerly), since the gradients leave the plan for the collective. Gradients on a GPU
+  // are exchanged through host memory (NCCL is not used yet).
   std::shared_ptr<dist::Communicator> communicator;
 };
 

@@ -125,8 +125,6 @@ Agent::Agent(TaskPtr task, AgentOptions options) : task_(std::move(task)), optio
   CTRAX_REQUIRE(o.checkpoint_every >= 1, "Agent: checkpoint_every must be >= 1, got ", o.checkpoint_every);
   CTRAX_REQUIRE(!o.anneal_learning_rate || o.max_epochs || o.total_env_steps,
                 "Agent: anneal_learning_rate needs max_epochs or total_env_steps (what the rate anneals over)");
-  CTRAX_REQUIRE(n_ranks() == 1 || o.device.is_cpu(), "Agent: data-parallel training on ", o.device,
-                " is not built (the GPU allreduce, NCCL, is not there yet: docs/scaling.md); train on the CPU");
   require_usable_device(o.device, "Agent");
   if (o.n_interactions_per_epoch)
     CTRAX_REQUIRE(*o.n_interactions_per_epoch % n_ranks() == 0, "Agent: n_interactions_per_epoch ",

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include <ctrax/ctrax.h>
+#include <ctrax/dist/in_process_group.h>
 #include <ctrax/optim/adafactor.h>
 #include <ctrax/rl/agents/actor_critic.h>
 #include <ctrax/rl/agents/actor_critic_joint.h>
@@ -176,6 +177,30 @@ TEST_CASE("CUDA training: an optimizer without a CUDA update is refused by name"
   v.value_optimizer = std::make_shared<Adafactor>();
   test::check_error([&] { PPO(task, on(kGpu, 1), small_policy(), v); },
                     {"ActorCriticAgent (value network)", "Adafactor", "cuda:0"});
+}
+
+TEST_CASE("CUDA training: 2 virtual ranks on the GPU keep identical networks and rerun bit for bit") {
+  // Each rank's gradients go through host memory (optim/trainer.h); the agent checks after every
+  // epoch that the ranks' weights are the same bytes (it throws otherwise).
+  auto run = [] {
+    std::vector<Tree> weights(2);
+    dist::run_virtual_ranks(2, [&](std::shared_ptr<dist::Communicator> comm) {
+      AgentOptions a = on(kGpu, 4);
+      a.communicator = comm;
+      auto task = std::make_shared<RLTask>("CartPole-v1", rank_task_options(cartpole_task(21, 2), *comm));
+      PolicyAgentOptions p = small_policy();
+      ActorCriticOptions v = training_value();
+      PPO agent(task, a, p, v);
+      agent.run(2);
+      check_on(agent.policy_trainer().weights(), kGpu, "policy weights");
+      weights[static_cast<size_t>(comm->rank())] =
+          agent.policy_trainer().weights().map([](const Tensor& t) { return t.to(Device::cpu()); });
+    });
+    return weights;
+  };
+  const std::vector<Tree> first = run(), second = run();
+  CHECK(test_rl::bitwise_equal(first[0], first[1]));
+  CHECK(test_rl::bitwise_equal(first[0], second[0]));
 }
 
 }  // namespace ctrax

@@ -204,17 +204,6 @@ TEST_CASE("Data-parallel agents: shares that do not split evenly are refused wit
   CHECK_THROWS_WITH_AS(job(2, 64, 15), doctest::Contains("minibatch_size 15 does not split evenly over 2 ranks"),
                        Error);
   CHECK_NOTHROW(job(2, 64, 16));
-  // Several ranks on a GPU: refused before anything else is checked (no NCCL allreduce yet).
-  CHECK_THROWS_WITH_AS(dist::run_virtual_ranks(2,
-                                               [](std::shared_ptr<dist::Communicator> comm) {
-                                                 AgentOptions a;
-                                                 a.n_interactions_per_epoch = 64;
-                                                 a.communicator = comm;
-                                                 a.device = Device::cuda(0);
-                                                 auto task = std::make_shared<RLTask>("CartPole-v1");
-                                                 PolicyGradient agent(task, a, test_rl::small_policy());
-                                               }),
-                       doctest::Contains("data-parallel training on cuda:0 is not built"), Error);
 }
 
 TEST_CASE("Data-parallel agents: a rank that fails ends the job on every rank with its message") {
