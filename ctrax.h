@@ -40,6 +40,7 @@
 #include "optim/rmsprop.h"
 #include "optim/schedules.h"
 #include "optim/sgd.h"
+#include "optim/nccl_allreduce.h"
 #include "optim/trainer.h"
 #include "rl/agents/actor_critic.h"
 #include "rl/agents/actor_critic_joint.h"

@@ -13,6 +13,7 @@
 #include "../layers/metrics.h"
 #include "../tensor/ops.h"
 #include "adam.h"
+#include "nccl_allreduce.h"
 
 namespace ctrax {
 
@@ -319,9 +320,29 @@ bool Trainer::update_in_step() {
   return update_in_step_;
 }
 
-Tree Trainer::averaged_over_ranks(const Tree& gradients) const {
+Tree Trainer::averaged_over_ranks(const Tree& gradients) {
+  const std::vector<Tensor> leaves_in = gradients.leaves();
+  const Device device = leaves_in.empty() ? Device::cpu() : leaves_in.front().device();
+  if (!nccl_decided_) {  // every rank reaches its first exchange at the same step
+    nccl_ = NcclAllreduce::create(*options_.communicator, device);
+    nccl_decided_ = true;
+  }
+  if (nccl_) {
+    // On the GPU: the leaves side by side in float64, the rank-ordered mean, back into leaves.
+    NoGradScope no_grad;
+    std::vector<Tensor> wide;
+    for (const Tensor& g : leaves_in) wide.push_back(g.to(DType::float64).reshape(Shape{g.numel()}));
+    const Tensor mean = nccl_->mean(concatenate(wide).contiguous());
+    std::vector<Tensor> leaves;
+    int64_t offset = 0;
+    for (const Tensor& g : leaves_in) {
+      leaves.push_back(mean.slice(0, offset, offset + g.numel()).reshape(g.shape()).to(g.dtype()).contiguous());
+      offset += g.numel();
+    }
+    return gradients.with_leaves(leaves);
+  }
   // One collective for all the leaves: their values side by side, in float64 (exact for float32).
-  // Gradients on a GPU go through host memory (no NCCL yet): the rank-ordered float64 sum is the
+  // Without NCCL, gradients on a GPU go through host memory: the rank-ordered float64 sum is the
   // same bits wherever it is taken.
   std::vector<double> flat;
   for (const Tensor& g : gradients.leaves()) {

@@ -73,9 +73,12 @@ struct TrainerOptions {
   // ranks (in rank order, the same bits on every rank) before the update, so the weights stay
   // identical. Null or one rank: a plain single-process Trainer. The update then runs after the
   // plan (eagerly), since the gradients leave the plan for the collective. Gradients on a GPU
-  // are exchanged through host memory (NCCL is not used yet).
+  // go GPU to GPU through NCCL when every rank has a GPU of its own and the CUDA module has NCCL
+  // (the same bits), else through host memory.
   std::shared_ptr<dist::Communicator> communicator;
 };
+
+class NcclAllreduce;
 
 class Trainer {
  public:
@@ -167,7 +170,11 @@ class Trainer {
   // weights); otherwise it runs after it, eagerly.
   bool update_in_step();
   // The gradients averaged over the ranks of options_.communicator (data-parallel training).
-  Tree averaged_over_ranks(const Tree& gradients) const;
+  Tree averaged_over_ranks(const Tree& gradients);
+  // Gradients on GPUs of their own go through NCCL (optim/nccl_allreduce.h); decided at the first
+  // exchange, by a collective.
+  std::unique_ptr<NcclAllreduce> nccl_;
+  bool nccl_decided_ = false;
 
   TrainerOptions options_;
   Tree weights_;

@@ -200,4 +200,19 @@ CTRAX_CUDA_MODULE_FUNCTIONS(CTRAX_CUDA_FORWARD)
 CTRAX_CUDA_MODULE_CUDNN_FUNCTIONS(CTRAX_CUDA_FORWARD_CUDNN)
 #undef CTRAX_CUDA_FORWARD_CUDNN
 
+bool nccl_built_in() {
+  const Loaded& l = load_on_first_use();
+  return l.table != nullptr && l.table->nccl_built_in;
+}
+
+// NCCL rows are null in a module built without it (optim/nccl_allreduce.h asks nccl_built_in()).
+#define CTRAX_CUDA_FORWARD_NCCL(member, function, ret, params, args)                              \
+  ret function params {                                                                           \
+    const ModuleTable& m = module();                                                              \
+    CTRAX_REQUIRE(m.member != nullptr, #function ": the CUDA backend was built without NCCL");   \
+    return m.member args;                                                                         \
+  }
+CTRAX_CUDA_MODULE_NCCL_FUNCTIONS(CTRAX_CUDA_FORWARD_NCCL)
+#undef CTRAX_CUDA_FORWARD_NCCL
+
 }  // namespace ctrax::kernels::cuda

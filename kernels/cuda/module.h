@@ -21,6 +21,7 @@
 #include "elementwise.h"
 #include "gather_scatter.h"
 #include "gemm.h"
+#include "nccl.h"
 #include "optimizer_steps.h"
 #include "random.h"
 #include "reduce.h"
@@ -166,16 +167,26 @@
     (const CudnnConv2d& conv, ElementType type, const void* x, const void* dy, void* dw),                     \
     (conv, type, x, dy, dw))
 
+// The NCCL rows: null in a module built without NCCL (the forwarders then throw).
+#define CTRAX_CUDA_MODULE_NCCL_FUNCTIONS(X)                                                                     \
+  X(nccl_unique_id, nccl_unique_id, void, (unsigned char* id), (id))                                          \
+  X(nccl_init, nccl_init, void*, (const unsigned char* id, int n_ranks, int rank, int device),                \
+    (id, n_ranks, rank, device))                                                                              \
+  X(nccl_allgather, nccl_allgather, void, (void* comm, const void* send, void* recv, int64_t count, int device), \
+    (comm, send, recv, count, device))                                                                        \
+  X(nccl_destroy, nccl_destroy, void, (void* comm), (comm))
+
 namespace ctrax::kernels::cuda {
 
 // Bumped whenever the table's layout or a row's signature changes: the loader refuses a
 // module of another version (a libctrax_cuda.so left over from an older build).
-inline constexpr int kModuleAbiVersion = 1;
+inline constexpr int kModuleAbiVersion = 2;
 
 struct ModuleTable {
   int abi_version = 0;
   size_t table_size = 0;        // sizeof(ModuleTable) in the module: a second guard
   bool cudnn_built_in = false;  // the module was built with cuDNN (the cudnn_* rows are set)
+  bool nccl_built_in = false;   // the module was built with NCCL (the nccl_* rows are set)
   bool (*available)() = nullptr;
   std::string (*unavailable_reason)() = nullptr;
   int (*device_count)() = nullptr;
@@ -183,6 +194,7 @@ struct ModuleTable {
 #define CTRAX_CUDA_MODULE_MEMBER(member, function, ret, params, args) ret(*member) params = nullptr;
   CTRAX_CUDA_MODULE_FUNCTIONS(CTRAX_CUDA_MODULE_MEMBER)
   CTRAX_CUDA_MODULE_CUDNN_FUNCTIONS(CTRAX_CUDA_MODULE_MEMBER)
+  CTRAX_CUDA_MODULE_NCCL_FUNCTIONS(CTRAX_CUDA_MODULE_MEMBER)
 #undef CTRAX_CUDA_MODULE_MEMBER
 };
 

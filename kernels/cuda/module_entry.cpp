@@ -19,6 +19,10 @@ ModuleTable make_table() {
   t.cudnn_built_in = true;
   CTRAX_CUDA_MODULE_CUDNN_FUNCTIONS(CTRAX_CUDA_MODULE_SET)
 #endif
+#ifdef CTRAX_USE_NCCL
+  t.nccl_built_in = true;
+  CTRAX_CUDA_MODULE_NCCL_FUNCTIONS(CTRAX_CUDA_MODULE_SET)
+#endif
 #undef CTRAX_CUDA_MODULE_SET
   return t;
 }

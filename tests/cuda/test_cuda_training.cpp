@@ -9,7 +9,10 @@
 
 #include <ctrax/ctrax.h>
 #include <ctrax/dist/in_process_group.h>
+#include <ctrax/kernels/cuda/nccl.h>
+#include <ctrax/kernels/cuda/runtime.h>
 #include <ctrax/optim/adafactor.h>
+#include <ctrax/optim/nccl_allreduce.h>
 #include <ctrax/rl/agents/actor_critic.h>
 #include <ctrax/rl/agents/actor_critic_joint.h>
 
@@ -201,6 +204,32 @@ TEST_CASE("CUDA training: 2 virtual ranks on the GPU keep identical networks and
   const std::vector<Tree> first = run(), second = run();
   CHECK(test_rl::bitwise_equal(first[0], first[1]));
   CHECK(test_rl::bitwise_equal(first[0], second[0]));
+}
+
+TEST_CASE("NCCL: the rank-ordered mean on GPUs equals the host's bit for bit") {
+  // One rank per GPU (NCCL refuses two ranks on one GPU): as many virtual ranks as GPUs, up to 4.
+  const int n = std::min(4, kernels::cuda::device_count());
+  if (!kernels::cuda::nccl_built_in()) {
+    MESSAGE("the CUDA module was built without NCCL: NcclAllreduce::create must give no group");
+    dist::SingleProcess single;
+    CHECK(NcclAllreduce::create(single, kGpu) == nullptr);
+    return;
+  }
+  std::vector<int> equal(static_cast<size_t>(n), 0);
+  dist::run_virtual_ranks(n, [&](std::shared_ptr<dist::Communicator> comm) {
+    const int r = comm->rank();
+    const Device gpu = Device::cuda(r);
+    std::unique_ptr<NcclAllreduce> nccl = NcclAllreduce::create(*comm, gpu);
+    REQUIRE(nccl != nullptr);
+    // Values of mixed magnitudes, so that the order of the additions shows.
+    Tensor x = normal(Key(50 + static_cast<uint64_t>(r)), Shape{10007}, DType::float64);
+    x = x * (r == 0 ? 1e16 : 1.0);
+    const Tensor on_gpu = nccl->mean(x.to(gpu)).to(Device::cpu());
+    std::vector<double> host = x.to_vector<double>();
+    dist::allreduce_sum(*comm, std::span<double>(host), /*divide_by_size=*/true);
+    equal[static_cast<size_t>(r)] = test_rl::bitwise_equal(Tree(on_gpu), Tree(from_vector(host)));
+  });
+  CHECK(equal == std::vector<int>(static_cast<size_t>(n), 1));
 }
 
 }  // namespace ctrax

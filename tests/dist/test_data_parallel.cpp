@@ -110,3 +110,11 @@ TEST_CASE("Virtual ranks hold the same weights after every step, and a drift is 
                          Error);
   });
 }
+
+TEST_CASE("NcclAllreduce: ranks that train on the CPU get no NCCL group, all of them alike") {
+  std::vector<int> made(2, -1);
+  dist::run_virtual_ranks(2, [&](std::shared_ptr<dist::Communicator> comm) {
+    made[static_cast<size_t>(comm->rank())] = NcclAllreduce::create(*comm, Device::cpu()) != nullptr;
+  });
+  CHECK(made == std::vector<int>{0, 0});
+}

@@ -22,6 +22,7 @@
 #include <charconv>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -282,6 +283,16 @@ int on_ranks(int virtual_ranks, const std::function<int(std::shared_ptr<dist::Co
   return status;
 }
 
+// `--device cuda` (no index) on several ranks: each rank takes the GPU of its index on its host
+// (OpenMPI's local rank; a virtual rank's rank), modulo the GPUs there, so that ranks on one host
+// spread over its GPUs (NCCL needs a GPU per rank). Any other device is taken as given.
+Device rank_device(const std::string& text, Device device, const std::shared_ptr<dist::Communicator>& comm) {
+  if (!comm || !device.is_cuda() || text != "cuda") return device;
+  int local = comm->rank();
+  if (const char* value = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"); value && *value) local = std::atoi(value);
+  return Device::cuda(local % kernels::cuda::device_count());
+}
+
 // The run directory rank 0 chose, on every rank.
 fs::path shared_directory(const RunConfig& config, const fs::path& dir) {
   if (!config.agent.communicator) return dir;
@@ -296,7 +307,7 @@ int train_rank(TrainArgs args, const Device& device, std::shared_ptr<dist::Commu
   if (args.epochs) args.overrides.push_back("epochs=" + std::to_string(count_argument("--epochs", *args.epochs)));
   apply_overrides(table, args.overrides);
   RunConfig config = read_run_config(std::move(table), embedded ? "default configuration" : args.config);
-  config.agent.device = device;
+  config.agent.device = rank_device(args.device, device, comm);
   config.agent.communicator = std::move(comm);
   check_memory(config);  // before any environment or buffer exists
   fs::path dir(args.output_dir);
@@ -340,7 +351,7 @@ int resume_rank(const ResumeArgs& args, const Device& on, std::shared_ptr<dist::
   const CheckpointChoice choice = CheckpointChoice::parse(args.checkpoint);
   const fs::path dir(args.run_dir);
   RunConfig config = open_run_directory(dir);
-  config.agent.device = on;
+  config.agent.device = rank_device(args.device, on, comm);
   config.agent.communicator = std::move(comm);
   config.agent.restore_from = choice;
   if (args.epochs) {
