@@ -575,8 +575,10 @@ bool Agent::restore_from_directory() {
                 c->string_field("agent/algorithm"), " agent, this is a ", name());
   const int64_t epoch = c->int_field("agent/epoch");
   const int64_t saved_ranks = c->fields.count("agent/n_ranks") ? c->int_field("agent/n_ranks") : 1;
-  CTRAX_REQUIRE(saved_ranks == n_ranks(), "Agent: checkpoint ", where, " is of a run on ", saved_ranks,
-                " rank(s); it resumes only on as many (this run has ", n_ranks(), ")");
+  // Training continues only on as many ranks; a read-only agent (evaluating the policy) may read
+  // any, taking rank 0's task.
+  CTRAX_REQUIRE(saved_ranks == n_ranks() || (options_.read_only && n_ranks() == 1), "Agent: checkpoint ", where,
+                " is of a run on ", saved_ranks, " rank(s); it resumes only on as many (this run has ", n_ranks(), ")");
   CTRAX_REQUIRE(epoch == c->step && epoch >= 0, "Agent: checkpoint ", where, " says epoch ", epoch,
                 " but is numbered ", c->step);
   // The histories are float64 vectors; any other dtype or rank is refused by name (as the

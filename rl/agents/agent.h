@@ -99,7 +99,7 @@ struct AgentOptions {
   // episodes; the Normalize statistics, the metrics and the stopping decisions are combined, the
   // weights checked identical after every epoch. Rank 0 alone writes output_dir and the sinks,
   // its checkpoints holding every rank's task; every rank reads them to resume, which needs the
-  // same number of ranks. run(), save(), evaluate() and confirm() are then collectives: every
+  // same number of ranks (a read_only agent of one process may read them: rank 0's task). run(), save(), evaluate() and confirm() are then collectives: every
   // rank calls them together.
   std::shared_ptr<dist::Communicator> communicator;
 };

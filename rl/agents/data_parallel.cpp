@@ -58,7 +58,18 @@ io::ManifestValue decode_field(const std::string& text) {
 }  // namespace
 
 RLTaskOptions rank_task_options(RLTaskOptions job, const dist::Communicator& comm) {
-  const int n = comm.size(), r = comm.rank();
+  return rank_task_options(std::move(job), comm.rank(), comm.size());
+}
+
+int checkpoint_rank_count(const std::filesystem::path& output_dir) {
+  const io::CheckpointDirectory directory(output_dir / "checkpoints", 1, io::CheckpointDirectory::Access::read_only);
+  const std::optional<io::Checkpoint> latest = directory.load_latest();
+  if (!latest || !latest->fields.count("agent/n_ranks")) return 1;
+  return static_cast<int>(latest->int_field("agent/n_ranks"));
+}
+
+RLTaskOptions rank_task_options(RLTaskOptions job, int r, int n) {
+  CTRAX_REQUIRE(n >= 1 && r >= 0 && r < n, "rank_task_options: rank ", r, " is not in a group of ", n);
   CTRAX_REQUIRE(job.n_envs % n == 0, "rank_task_options: n_envs ", job.n_envs, " does not split evenly over ", n,
                 " ranks (each rank steps n_envs / ranks copies)");
   job.n_envs /= n;

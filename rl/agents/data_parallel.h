@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,6 +26,12 @@ namespace ctrax {
 // the key folded with the rank for ranks >= 1, so every rank plays other episodes and rank 0
 // plays those of a single-process run.
 RLTaskOptions rank_task_options(RLTaskOptions job, const dist::Communicator& comm);
+// The same for rank `rank` of n_ranks (e.g. rank 0's task, to evaluate a job's checkpoint in one
+// process: a read-only agent restores rank 0's task).
+RLTaskOptions rank_task_options(RLTaskOptions job, int rank, int n_ranks);
+// The number of ranks that wrote the newest checkpoint of an agent's output directory (its
+// agent/n_ranks; 1 when it has none, or no checkpoint).
+int checkpoint_rank_count(const std::filesystem::path& output_dir);
 
 // The prefix of rank r's task in a job's checkpoint: "task/" for rank 0 (as a single process
 // writes it), "rank<r>/task/" for the others.

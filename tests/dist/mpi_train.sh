@@ -49,6 +49,8 @@ echo "ok: a 2-rank run resumed under mpirun continues bit for bit"
 if "$ctrax" resume "$work/resumed" --epochs 4 > "$work/refused.log" 2>&1; then fail "1 rank resumed a 2-rank run"; fi
 grep -q "is of a run on 2 rank(s)" "$work/refused.log" || fail "no clear message for the rank count: $(cat "$work/refused.log")"
 echo "ok: resuming on another number of ranks is refused"
+"$ctrax" eval "$work/resumed" --episodes 2 > "$work/eval.log" 2>&1 || fail "ctrax eval of a 2-rank run failed: $(tail -3 "$work/eval.log")"
+echo "ok: ctrax eval reads a 2-rank run in one process"
 
 # An error ends every rank with its message: on every rank (a share that does not split), and on
 # rank 0 alone (a run directory it cannot create) while rank 1 waits in a collective.

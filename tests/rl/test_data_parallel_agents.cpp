@@ -22,12 +22,13 @@ namespace {
 // A PPO job with separate networks (rollout passes, a Normalize in front) on Pendulum
 // (continuous) or with Trax's slice batches on CartPole (discrete).
 std::unique_ptr<Agent> make_ppo(bool continuous, std::shared_ptr<dist::Communicator> comm,
-                                const std::filesystem::path& dir) {
+                                const std::filesystem::path& dir, bool read_only = false) {
   RLTaskOptions t;
   t.n_envs = 4;
   t.initial_trajectories = 0;
   t.key = Key(7);
   if (comm) t = rank_task_options(t, *comm);
+  if (read_only) t = rank_task_options(t, 0, checkpoint_rank_count(dir));
   auto task = std::make_shared<RLTask>(continuous ? "Pendulum-v1" : "CartPole-v1", t);
   ActorCriticSetup<PPOOptions> s;
   s.agent.n_interactions_per_epoch = 64;
@@ -36,6 +37,7 @@ std::unique_ptr<Agent> make_ppo(bool continuous, std::shared_ptr<dist::Communica
   s.agent.eval_max_steps = 50;
   s.agent.max_epochs = 3;
   s.agent.output_dir = dir;
+  s.agent.read_only = read_only;
   s.agent.communicator = comm;
   const LayerFactory body = [] { return MLP({16}, Tanh, {.out_activation = true}); };
   const LayerFactory normalizer = [] { return Normalize(); };
@@ -59,12 +61,14 @@ std::unique_ptr<Agent> make_ppo(bool continuous, std::shared_ptr<dist::Communica
   return build_agent<PPO>(task, s);
 }
 
-std::unique_ptr<Agent> make_ppo_joint(std::shared_ptr<dist::Communicator> comm, const std::filesystem::path& dir) {
+std::unique_ptr<Agent> make_ppo_joint(std::shared_ptr<dist::Communicator> comm, const std::filesystem::path& dir,
+                                      bool read_only = false) {
   RLTaskOptions t;
   t.n_envs = 2;
   t.initial_trajectories = 2;
   t.key = Key(9);
   if (comm) t = rank_task_options(t, *comm);
+  if (read_only) t = rank_task_options(t, 0, checkpoint_rank_count(dir));
   auto task = std::make_shared<RLTask>("CartPole-v1", t);
   JointSetup<PPOJointOptions> s;
   s.agent.n_trajectories_per_epoch = 4;
@@ -73,6 +77,7 @@ std::unique_ptr<Agent> make_ppo_joint(std::shared_ptr<dist::Communicator> comm, 
   s.agent.eval_max_steps = 50;
   s.agent.max_epochs = 3;
   s.agent.output_dir = dir;
+  s.agent.read_only = read_only;
   s.agent.communicator = comm;
   s.joint.joint_model = PolicyAndValue(task->action_space(), [] { return MLP({16}, Tanh, {.out_activation = true}); },
                                        [] { return Normalize(); });
@@ -83,7 +88,9 @@ std::unique_ptr<Agent> make_ppo_joint(std::shared_ptr<dist::Communicator> comm, 
   return build_agent<PPOJoint>(task, s);
 }
 
-using Maker = std::function<std::unique_ptr<Agent>(std::shared_ptr<dist::Communicator>, const std::filesystem::path&)>;
+// (communicator, output directory, read-only)
+using Maker =
+    std::function<std::unique_ptr<Agent>(std::shared_ptr<dist::Communicator>, const std::filesystem::path&, bool)>;
 
 // What a run leaves: every rank's networks (rank order) and rank 0's last checkpoint.
 struct RunResult {
@@ -97,7 +104,7 @@ RunResult run_job(const Maker& make, int n, const std::filesystem::path& dir, in
   RunResult result;
   std::mutex mutex;
   auto body = [&](std::shared_ptr<dist::Communicator> comm) {
-    std::unique_ptr<Agent> agent = make(comm, dir);
+    std::unique_ptr<Agent> agent = make(comm, dir, false);
     while (agent->epoch() < epochs) {
       const Metrics row = agent->run(1);
       if (!comm || comm->rank() == 0) {
@@ -135,9 +142,10 @@ TEST_CASE("Data-parallel agents: 2 virtual ranks are reproducible, checkpoint ev
   };
   const Case cases[] = {
       {"PPO continuous, rollout passes",
-       [](auto comm, const auto& dir) { return make_ppo(true, std::move(comm), dir); }},
-      {"PPO discrete, slice batches", [](auto comm, const auto& dir) { return make_ppo(false, std::move(comm), dir); }},
-      {"PPOJoint discrete", [](auto comm, const auto& dir) { return make_ppo_joint(std::move(comm), dir); }},
+       [](auto comm, const auto& dir, bool ro) { return make_ppo(true, std::move(comm), dir, ro); }},
+      {"PPO discrete, slice batches",
+       [](auto comm, const auto& dir, bool ro) { return make_ppo(false, std::move(comm), dir, ro); }},
+      {"PPOJoint discrete", [](auto comm, const auto& dir, bool ro) { return make_ppo_joint(std::move(comm), dir, ro); }},
   };
   for (const Case& c : cases) {
     CAPTURE(c.name);
@@ -163,6 +171,10 @@ TEST_CASE("Data-parallel agents: 2 virtual ranks are reproducible, checkpoint ev
     // Another number of ranks is refused, on every rank, naming both counts.
     CHECK_THROWS_WITH_AS(run_job(c.make, 1, dir_c, 4), doctest::Contains("is of a run on 2 rank(s)"), Error);
     CHECK_THROWS_WITH_AS(run_job(c.make, 0, dir_c, 4), doctest::Contains("is of a run on 2 rank(s)"), Error);
+    // Evaluating the job's policy needs no ranks: a read-only agent of one process reads it.
+    const std::unique_ptr<Agent> evaluator = c.make(nullptr, dir_c, /*read_only=*/true);
+    CHECK(evaluator->epoch() == 3);
+    CHECK(evaluator->evaluate(1, 0.0).n_trajectories == 1);
     // Averaging over two ranks is not one rank's training.
     const auto dir_d = fresh_directory("dp_d_", "agents");
     const RunResult single = run_job(c.make, 0, dir_d, 3);
@@ -173,7 +185,7 @@ TEST_CASE("Data-parallel agents: 2 virtual ranks are reproducible, checkpoint ev
 
 TEST_CASE("Data-parallel agents: one rank equals a single process without a communicator") {
   const auto dir_a = fresh_directory("dp1_a_", "agents"), dir_b = fresh_directory("dp1_b_", "agents");
-  const Maker make = [](auto comm, const auto& dir) { return make_ppo(true, std::move(comm), dir); };
+  const Maker make = [](auto comm, const auto& dir, bool ro) { return make_ppo(true, std::move(comm), dir, ro); };
   const RunResult plain = run_job(make, 0, dir_a, 2);
   const RunResult one = run_job(make, 1, dir_b, 2);
   CHECK(same_tensors(one.checkpoint.tensors, plain.checkpoint.tensors));

@@ -15,6 +15,7 @@
 
 #include <ctrax/io/atomic_file.h>
 #include <ctrax/base/error.h>
+#include <ctrax/rl/agents/data_parallel.h>
 #include <ctrax/rl/learning/evaluation.h>
 #include <ctrax/rl/environments/env.h>
 #include <ctrax/rl/environments/env_registry.h>
@@ -100,6 +101,8 @@ int eval(const EvalArgs& args) {
                   ": give a .gif (animation) or .png (strip of frames) file");
     CTRAX_REQUIRE(gnuplot_available(), "--render needs gnuplot (Debian: apt-get install gnuplot-nox)");
   }
+  // A data-parallel run's checkpoint holds rank 0's task as "task/": evaluate with that task.
+  config.task = rank_task_options(config.task, 0, checkpoint_rank_count(dir));
   TaskPtr task = make_task(config);
   config.agent.read_only = true;
   config.agent.restore_from = choice;
