@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# `mpirun -np 2 ctrax train` against `ctrax train --virtual-ranks 2` (tests/CMakeLists.txt runs
+# `mpirun -np 2 ctrax train` against `ctrax train --virtual-ranks 2` (tools/CMakeLists.txt runs
 # it when MPI is built): for PPO with separate networks on Pendulum (continuous, rollout passes,
-# a Normalize in front) and PPOJoint on CartPole (discrete, slice batches), the final checkpoints'
-# tensors must be the same bytes; a 2-rank run resumed under mpirun must end where the
+# a Normalize in front) and on CartPole (discrete), and PPOJoint (slice batches, a Normalize in
+# front) on CartPole (discrete) and Pendulum (continuous), the final checkpoints' tensors must be
+# the same bytes; a 2-rank run resumed under mpirun must end where the
 # uninterrupted one does; a different rank count must be refused; and a rank killed mid-run
 # must end the whole job within seconds, its last checkpoint resuming.
 # Usage: mpi_train.sh CTRAX MPIRUN
@@ -34,8 +35,12 @@ check_same() {  # name, config, overrides...
   grep -q "on 2 ranks" "$work/$name-mpi.log" || fail "$name: rank 0 did not report the 2 ranks"
   echo "ok: $name, mpirun -np 2 equals 2 virtual ranks bit for bit"
 }
+cartpole=(--set task.n_envs=4 --set task.n_eval_envs=2 --set agent.n_interactions_per_epoch=256
+          --set agent.n_eval_episodes=2 --set agent.n_confirm_episodes=2 --set value.rollout_passes=2 --set epochs=3)
 check_same pendulum configs/ppo_pendulum_rltools.toml "${pendulum[@]}"
+check_same cartpole configs/ppo_cartpole.toml "${cartpole[@]}"
 check_same joint configs/ppo_joint_cartpole.toml "${joint[@]}"
+check_same joint-pendulum configs/ppo_joint_cartpole.toml "${joint[@]}" --set task.env=Pendulum-v1
 
 # Resume: 2 epochs, then 1 more under mpirun, equals the 3 epochs in one go.
 mpi 2 "$ctrax" train configs/ppo_pendulum_rltools.toml "${pendulum[@]}" --set epochs=2 --threads 1 \
