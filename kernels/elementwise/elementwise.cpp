@@ -112,6 +112,7 @@ inline void unary_switch(UnaryKernel op, const T* x, T* out, int64_t n) {
     case UnaryKernel::exp: return unary_loop<UnaryKernel::exp>(x, out, n);
     case UnaryKernel::tanh: return unary_loop<UnaryKernel::tanh>(x, out, n);
     case UnaryKernel::sigmoid: return unary_loop<UnaryKernel::sigmoid>(x, out, n);
+    case UnaryKernel::softplus: return unary_loop<UnaryKernel::softplus>(x, out, n);
   }
 }
 

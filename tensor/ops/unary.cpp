@@ -247,10 +247,8 @@ Tensor softplus(const Tensor& x) {
   return traced_op(OpId::softplus, {&x}, [&] {
     // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): the exponent is never positive, so no overflow,
     // and for large |x| the result tends to max(x, 0) exactly.
-    return real_unary<OpId::softplus>(x, [](auto v) {
-      using T = decltype(v);
-      return (v > T(0) ? v : T(0)) + std::log1p(std::exp(-std::fabs(v)));
-    });
+    // float32 by the vectorised kernel's formula (kernels/elementwise/vec_math.h), float64 by libm.
+    return real_unary<OpId::softplus>(x, [](auto v) { return ops_detail::vector_formula<OpId::softplus>(v); });
   });
 }
 

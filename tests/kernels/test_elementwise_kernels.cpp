@@ -1,6 +1,6 @@
 // Tests of the vectorised elementwise kernels (kernels/elementwise/): every ISA variant the
 // CPU supports against the portable one, on lengths around the vector widths and with each
-// broadcast pattern, and the accuracy of the float32 exp / tanh / sigmoid against double
+// broadcast pattern, and the accuracy of the float32 exp / tanh / sigmoid / softplus against double
 // precision std:: functions over their whole range, including extremes, infinities, NaN and
 // denormals.
 #include <ctrax/kernels/cpu_features.h>
@@ -35,7 +35,8 @@ const std::vector<BinaryKernel> kBinary = {BinaryKernel::add, BinaryKernel::sub,
                                            BinaryKernel::div, BinaryKernel::maximum, BinaryKernel::minimum,
                                            BinaryKernel::relu_backward};
 const std::vector<UnaryKernel> kUnary = {UnaryKernel::neg, UnaryKernel::relu, UnaryKernel::square,
-                                         UnaryKernel::exp, UnaryKernel::tanh, UnaryKernel::sigmoid};
+                                         UnaryKernel::exp, UnaryKernel::tanh, UnaryKernel::sigmoid,
+                                         UnaryKernel::softplus};
 const std::vector<int64_t> kLengths = {0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 257, 1000};
 
 // Restores automatic ISA choice when a test ends, even on failure.
@@ -224,7 +225,7 @@ TEST_CASE("elementwise kernels: ISA selection") {
   CHECK(std::string(kernels::elementwise_isa_name(ElementwiseIsa::avx2)) == "avx2");
 }
 
-TEST_CASE("elementwise kernels: float32 exp, tanh and sigmoid accuracy on every variant") {
+TEST_CASE("elementwise kernels: float32 exp, tanh, sigmoid and softplus accuracy on every variant") {
   IsaGuard guard;
   const std::vector<float> exp_xs = sweep(-110.0f, 90.0f, 100000);
   const std::vector<float> small_xs = sweep(-1.0f, 1.0f, 50000);
@@ -253,12 +254,20 @@ TEST_CASE("elementwise kernels: float32 exp, tanh and sigmoid accuracy on every 
     const double sigmoid_err =
         std::max(max_ulp_error(exp_xs, through_kernel(UnaryKernel::sigmoid), sigmoid_ref, 1.0),
                  max_ulp_error(small_xs, through_kernel(UnaryKernel::sigmoid), sigmoid_ref, 1.0));
+    // softplus against log(1 + e^x) in double (log1p(e^x) for x < 0, x + log1p(e^-x) above):
+    // from deep underflow (-110) through the crossover to where it equals x.
+    const auto softplus_ref = [](double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); };
+    const double softplus_err =
+        std::max(max_ulp_error(exp_xs, through_kernel(UnaryKernel::softplus), softplus_ref, 1.0),
+                 max_ulp_error(small_xs, through_kernel(UnaryKernel::softplus), softplus_ref, 1.0));
     MESSAGE(std::string(kernels::elementwise_isa_name(isa)) << ": max error exp " << exp_err << " ulp, tanh " << tanh_err
-                                               << " ulp, sigmoid " << sigmoid_err << " ulp");
+                                               << " ulp, sigmoid " << sigmoid_err << " ulp, softplus " << softplus_err
+                                               << " ulp");
     CHECK(lanes_agree);
     CHECK(exp_err <= 1.5);
     CHECK(tanh_err <= 3.0);
     CHECK(sigmoid_err <= 3.0);
+    CHECK(softplus_err <= 3.0);
   }
   // exact special values
   using namespace kernels::vec_math;
@@ -277,6 +286,14 @@ TEST_CASE("elementwise kernels: float32 exp, tanh and sigmoid accuracy on every 
   CHECK(sigmoid_f32(-kInff) == 0.0f);
   CHECK(sigmoid_f32(0.0f) == 0.5f);
   CHECK(std::isnan(sigmoid_f32(kNaNf)));
+  CHECK(softplus_f32(kInff) == kInff);
+  CHECK(softplus_f32(-kInff) == 0.0f);
+  CHECK(softplus_f32(100.0f) == 100.0f);
+  CHECK(std::fabs(double(softplus_f32(0.0f)) - 0.6931471805599453) < 1e-7);  // log 2
+  CHECK(std::isnan(softplus_f32(kNaNf)));
+  CHECK(std::isnan(softplus_f32(-kNaNf)));
+  CHECK(log1p_unit_f32(1e-40f) == 1e-40f);  // log1p z = z for denormal z
+  CHECK(log1p_unit_f32(0.0f) == 0.0f);
 }
 
 }  // namespace ctrax::test
