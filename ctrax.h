@@ -48,6 +48,7 @@
 #include "rl/agents/agent.h"
 #include "rl/agents/data_parallel.h"
 #include "rl/environments/cartpole_vector_env.h"
+#include "rl/environments/pendulum_vector_env.h"
 #include "rl/learning/distributions.h"
 #include "rl/environments/render.h"
 #include "rl/environments/env.h"

@@ -9,6 +9,7 @@
 
 #include "../../base/error.h"
 #include "cartpole_vector_env.h"
+#include "pendulum_vector_env.h"
 #include "classic_control/acrobot.h"
 #include "classic_control/cartpole.h"
 #include "classic_control/mountain_car.h"
@@ -100,7 +101,9 @@ void register_builtins() {
   add({.id = "Pendulum-v1",
        .make = [] { return std::make_unique<PendulumEnv>(); },
        .max_episode_steps = 200,
-       .make_vector = nullptr,
+       .make_vector = [](int64_t n, int64_t steps) -> VectorEnvPtr {
+         return std::make_unique<PendulumVectorEnv>(n, steps);
+       },
        .draw = [](const Env& env, const std::vector<double>& s) {
          render::require_state(env.name(), s, 2, "th, thdot");
          return render::draw_pendulum(as_builtin<PendulumEnv>(env).params(), s);

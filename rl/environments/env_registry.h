@@ -52,7 +52,8 @@ EnvPtr make_env(const std::string& id, std::optional<int64_t> max_episode_steps 
 
 // num_envs (>= 1) copies of a registered environment with its time limit, or max_episode_steps
 // (0: none): the registration's batched version where it has one (CartPole: CartPoleVectorEnv,
-// rl/environments/cartpole_vector_env.h), else SyncVectorEnv over make_env copies. An unknown id or a
+// Pendulum: PendulumVectorEnv; rl/environments/batched_env.h), else SyncVectorEnv over make_env
+// copies. An unknown id or a
 // negative limit throws ctrax::Error as make_env does.
 VectorEnvPtr make_vector_env(const std::string& id, int64_t num_envs,
                              std::optional<int64_t> max_episode_steps = std::nullopt);

@@ -87,6 +87,15 @@ void append_vector_step(std::vector<double>& state, const VectorStep& step) {
   }
 }
 
+std::string vector_env_kind_name(uint64_t kind) {
+  switch (kind) {
+    case 1: return " (a SyncVectorEnv)";
+    case 2: return " (a CartPoleVectorEnv)";
+    case 3: return " (a PendulumVectorEnv)";
+    default: return "";
+  }
+}
+
 VectorStep read_vector_step(CheckpointStateReader& in, const VectorStep& like) {
   auto read = [&](const Tensor& t, const std::string& what) {
     return tensor_like(read_exact(in, static_cast<size_t>(t.numel()), t.dtype(), what), t);
@@ -208,7 +217,7 @@ void SyncVectorEnv::restore_checkpoint_state(const std::vector<double>& state) {
   CheckpointStateReader in(state, detail::cat("SyncVectorEnv (", name(), " x ", n, ")"));
   const uint64_t kind = in.count("the kind");
   CTRAX_REQUIRE(kind == 1, in.who(), ": restore_checkpoint_state: the state is of kind ", kind,
-                kind == 2 ? " (a CartPoleVectorEnv)" : "", ", expected 1 (a SyncVectorEnv)");
+                vector_env_kind_name(kind), ", expected 1 (a SyncVectorEnv)");
   const uint64_t copies = in.count("the number of copies");
   CTRAX_REQUIRE(copies == envs_.size(), in.who(), ": restore_checkpoint_state: the state holds ", copies,
                 " copies, this vector environment has ", n);

@@ -9,7 +9,8 @@
 // copy i with seed + i; the first reset without a seed counts as seed 0, later ones continue each
 // copy's stream. A VectorStep's tensors are owned by the VectorEnv and overwritten by the next
 // step (clone what you keep). Stepping before the first reset() throws ctrax::Error.
-// Checkpoints: a state begins with its kind (1: SyncVectorEnv, 2: CartPoleVectorEnv) and N, then
+// Checkpoints: a state begins with its kind (1: SyncVectorEnv, 2: CartPoleVectorEnv, 3:
+// PendulumVectorEnv) and N, then
 // what each class documents; restoring checks everything and changes nothing when it throws. The
 // defaults throw CheckpointNotSupported (rl/environments/env.h).
 #pragma once
@@ -91,6 +92,9 @@ void append_vector_step(std::vector<double>& state, const VectorStep& step);
 // Reads what append_vector_step wrote into new tensors of the shapes and dtypes of `like`,
 // checking every value (flags 0 or 1; observations exactly representable in their dtype).
 VectorStep read_vector_step(CheckpointStateReader& in, const VectorStep& like);
+// " (a SyncVectorEnv)" and so on for a known checkpoint kind, "" otherwise: for the messages
+// that refuse a state of another kind.
+std::string vector_env_kind_name(uint64_t kind);
 // Copies `from` into the tensors of `to` (same shapes and dtypes), keeping `to`'s storage.
 void assign_vector_step(VectorStep& to, const VectorStep& from);
 

@@ -1,5 +1,5 @@
-// Vector environments: the batched CartPole (CartPoleVectorEnv) against N independent
-// CartPoleEnv + TimeLimit copies, SyncVectorEnv, make_vector_env, auto-reset, seeding, thread
+// Vector environments: the batched CartPole and Pendulum (BatchedEnv) against N independent
+// CartPoleEnv or PendulumEnv + TimeLimit copies, SyncVectorEnv, make_vector_env, auto-reset, seeding, thread
 // counts, and the errors for misuse.
 //
 // The reference for every comparison is a plain loop over N environments made by make_env,
@@ -16,6 +16,8 @@
 #include <ctrax/kernels/parallel.h>
 #include <ctrax/rl/environments/cartpole_vector_env.h>
 #include <ctrax/rl/environments/classic_control/cartpole.h>
+#include <ctrax/rl/environments/classic_control/pendulum.h>
+#include <ctrax/rl/environments/pendulum_vector_env.h>
 #include <ctrax/rl/environments/time_limit.h>
 #include <ctrax/rl/environments/env_registry.h>
 #include <ctrax/rl/environments/vector_env.h>
@@ -29,6 +31,7 @@ using ctrax::Env;
 using ctrax::EnvPtr;
 using ctrax::Error;
 using ctrax::Key;
+using ctrax::PendulumVectorEnv;
 using ctrax::Shape;
 using ctrax::Space;
 using ctrax::SyncVectorEnv;
@@ -55,8 +58,14 @@ struct Reference {
     for (size_t i = 0; i < envs.size(); ++i) observations[i] = envs[i]->reset(seed + i).to_vector<float>();
   }
   void step(const std::vector<int64_t>& actions) {
+    std::vector<Tensor> rows;
+    for (int64_t a : actions) rows.push_back(ctrax::scalar_tensor(static_cast<double>(a), DType::int64));
+    step(rows);
+  }
+  // Copy i takes actions[i] (its action space's shape).
+  void step(const std::vector<Tensor>& actions) {
     for (size_t i = 0; i < envs.size(); ++i) {
-      const ctrax::StepResult r = envs[i]->step(ctrax::scalar_tensor(static_cast<double>(actions[i]), DType::int64));
+      const ctrax::StepResult r = envs[i]->step(actions[i]);
       rewards[i] = r.reward;
       terminated[i] = r.terminated;
       truncated[i] = r.truncated;
@@ -480,4 +489,129 @@ TEST_CASE("make_vector_env picks the batched CartPole with the registered limits
   CHECK_THROWS_WITH_AS(ctrax::make_vector_env("CartPole-v9", 2), doctest::Contains("unknown environment"), Error);
   CHECK_THROWS_WITH_AS(ctrax::make_vector_env("CartPole-v1", 0), doctest::Contains("num_envs must be >= 1"), Error);
   CHECK_THROWS_WITH_AS(ctrax::make_vector_env("CartPole-v1", 2, -3), doctest::Contains("max_episode_steps"), Error);
+}
+
+// ---- The batched Pendulum ------------------------------------------------------------------
+
+namespace {
+
+// Torques for n copies, beyond the bounds too (the dynamics clip them), as [n, 1] float32.
+Tensor pendulum_actions(uint64_t seed, int64_t n) {
+  return ctrax::uniform(Key(seed), Shape{n, 1}, DType::float32, -3.0, 3.0);
+}
+
+std::vector<Tensor> action_rows(const Tensor& actions) {
+  std::vector<Tensor> rows;
+  for (int64_t i = 0; i < actions.shape()[0]; ++i) rows.push_back(actions.select(0, i).clone());
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("PendulumVectorEnv draws its initial states as PendulumEnv does, bit for bit") {
+  constexpr int64_t n = 65;
+  PendulumVectorEnv env(n, 200);
+  ctrax::PendulumEnv single;
+  const uint64_t seed = 0x5eedULL;
+  env.reset(seed);
+  for (int64_t i = 0; i < n; ++i) {
+    single.reset(seed + static_cast<uint64_t>(i));
+    CHECK(env.state(i) == single.state());
+  }
+  env.reset();  // each copy's next episode
+  for (int64_t i = 0; i < n; ++i) {
+    single.reset(seed + static_cast<uint64_t>(i));
+    single.reset();
+    CHECK(env.state(i) == single.state());
+  }
+}
+
+TEST_CASE("PendulumVectorEnv agrees step by step with N PendulumEnv copies under TimeLimit") {
+  constexpr int64_t n = 9, limit = 23;
+  PendulumVectorEnv env(n, limit);
+  Reference ref("Pendulum-v1", n, limit);
+  const Tensor first = env.reset(3);
+  ref.reset(3);
+  for (int64_t i = 0; i < n; ++i) CHECK(row(first, i) == ref.observations[static_cast<size_t>(i)]);
+  int64_t terminations = 0, truncations = 0;
+  for (uint64_t t = 0; t < 100; ++t) {
+    const Tensor actions = pendulum_actions(500 + t, n);
+    const VectorStep& step = env.step(actions);
+    ref.step(action_rows(actions));
+    check_step(step, ref, terminations, truncations);
+    for (int64_t i = 0; i < n; ++i) REQUIRE(env.state(i) == ref.envs[static_cast<size_t>(i)]->state());
+  }
+  CHECK(terminations == 0);  // Pendulum never terminates
+  CHECK(truncations == n * (100 / limit));
+}
+
+TEST_CASE("make_vector_env gives Pendulum-v1 its batched version, with the registered limit") {
+  const ctrax::VectorEnvPtr env = ctrax::make_vector_env("Pendulum-v1", 3);
+  const auto* batched = dynamic_cast<const PendulumVectorEnv*>(env.get());
+  REQUIRE(batched != nullptr);
+  CHECK(batched->max_episode_steps() == 200);
+  CHECK(env->single_observation_space().shape() == Shape{3});
+  CHECK(env->single_action_space().shape() == Shape{1});
+}
+
+TEST_CASE("PendulumVectorEnv accepts float64 and strided actions and clips torques as PendulumEnv does") {
+  PendulumVectorEnv a(4, 200), b(4, 200), c(4, 200);
+  a.reset(1);
+  b.reset(1);
+  c.reset(1);
+  const Tensor f32 = ctrax::from_vector(std::vector<float>{0.5f, -1.0f, 2.0f, -2.0f}, Shape{4, 1});
+  // The same values as float64, as a strided column of a [4, 2] tensor, and beyond the bounds.
+  const Tensor wide = ctrax::from_vector(std::vector<double>{0.5, 9, -1.0, 9, 2.0, 9, -2.0, 9}, Shape{4, 2});
+  const Tensor strided = wide.slice(1, 0, 1);
+  REQUIRE_FALSE(strided.is_contiguous());
+  const Tensor beyond = ctrax::from_vector(std::vector<float>{0.5f, -1.0f, 1e30f, -3.0f}, Shape{4, 1});
+  const std::vector<float> expected = a.step(f32).observations.to_vector<float>();
+  CHECK(b.step(strided).observations.to_vector<float>() == expected);
+  CHECK(c.step(beyond).observations.to_vector<float>() == expected);
+}
+
+TEST_CASE("PendulumVectorEnv rejects bad actions and calls, and a bad batch changes nothing") {
+  PendulumVectorEnv env(4, 200);
+  const Tensor good = ctrax::zeros(Shape{4, 1});
+  CHECK_THROWS_WITH_AS(env.step(good), doctest::Contains("before reset()"), Error);
+  env.reset(2);
+  const std::vector<double> state2 = env.state(2);
+  CHECK_THROWS_WITH_AS(env.step(ctrax::zeros(Shape{4, 1}, DType::int64)),
+                       doctest::Contains("expected float32 or float64"), Error);
+  CHECK_THROWS_WITH_AS(env.step(ctrax::zeros(Shape{4})), doctest::Contains("expected [4, 1]"), Error);
+  CHECK_THROWS_WITH_AS(env.step(ctrax::zeros(Shape{3, 1})), doctest::Contains("expected [4, 1]"), Error);
+  CHECK_THROWS_WITH_AS(env.step(Tensor()), doctest::Contains("undefined"), Error);
+  const Tensor nan_row = ctrax::from_vector(std::vector<float>{0, 0, std::nanf(""), 0}, Shape{4, 1});
+  CHECK_THROWS_WITH_AS(env.step(nan_row), doctest::Contains("actions[2] is nan (expected a finite number)"), Error);
+  const Tensor inf_row = ctrax::from_vector(std::vector<double>{0, 0, 0, -INFINITY}, Shape{4, 1});
+  CHECK_THROWS_WITH_AS(env.step(inf_row), doctest::Contains("actions[3] is -inf"), Error);
+  CHECK(env.state(2) == state2);
+  CHECK(env.elapsed_steps(2) == 0);
+  CHECK_THROWS_WITH_AS(env.set_state(0, {0, 0, 0}), doctest::Contains("expects 2 values, got 3"), Error);
+  CHECK_THROWS_WITH_AS(PendulumVectorEnv(0, 200), doctest::Contains("PendulumVectorEnv: num_envs must be >= 1"), Error);
+}
+
+TEST_CASE("PendulumVectorEnv checkpoints: a restored copy continues bit for bit, another kind is refused") {
+  constexpr int64_t n = 5, limit = 17;
+  PendulumVectorEnv env(n, limit);
+  env.reset(8);
+  for (uint64_t t = 0; t < 30; ++t) env.step(pendulum_actions(t, n));
+  const std::vector<double> saved = env.checkpoint_state();
+  CHECK(saved.front() == 3.0);
+  PendulumVectorEnv restored(n, limit);
+  restored.restore_checkpoint_state(saved);
+  for (uint64_t t = 30; t < 60; ++t) {
+    const Tensor actions = pendulum_actions(t, n);
+    const VectorStep& x = env.step(actions);
+    const VectorStep& y = restored.step(actions);
+    REQUIRE(x.observations.to_vector<float>() == y.observations.to_vector<float>());
+    REQUIRE(x.rewards.to_vector<double>() == y.rewards.to_vector<double>());
+    REQUIRE(x.truncated.to_vector<uint8_t>() == y.truncated.to_vector<uint8_t>());
+  }
+  CartPoleVectorEnv cartpole(n, limit);
+  CHECK_THROWS_WITH_AS(cartpole.restore_checkpoint_state(saved),
+                       doctest::Contains("the state is of kind 3 (a PendulumVectorEnv), expected 2 (a CartPoleVectorEnv)"),
+                       Error);
+  PendulumVectorEnv other_limit(n, limit + 1);
+  CHECK_THROWS_WITH_AS(other_limit.restore_checkpoint_state(saved), doctest::Contains("time limit of 17"), Error);
 }

@@ -104,22 +104,13 @@ float ClassicControlEnv::box_action(const Tensor& action) const {
                 " (expected ", action_space_.shape(), ")");
   const double value = action.item<double>();
   CTRAX_REQUIRE(std::isfinite(value), name_, ": the action is ", value, " (expected a finite number)");
-  // Rounding a finite double beyond float32's range would be undefined behaviour; such an
-  // action is far outside any bound and is clipped by the dynamics anyway.
-  constexpr double kMax = 3.4028234663852886e38;
-  return static_cast<float>(value > kMax ? kMax : value < -kMax ? -kMax : value);
+  return finite_to_float32(value);
 }
 
 Tensor float32_observation(std::initializer_list<double> values) {
   Tensor out(Shape{static_cast<int64_t>(values.size())}, DType::float32);
   float* data = out.data<float>();
-  // NumPy's float64 -> float32 cast: round to nearest, and beyond float32's range (plus half
-  // an ulp) infinity; a plain static_cast there would be undefined behaviour.
-  constexpr double kOverflow = 3.4028235677973366e38;
-  for (double v : values)
-    *data++ = !(std::abs(v) >= kOverflow) ? static_cast<float>(v)
-                                           : (v > 0 ? std::numeric_limits<float>::infinity()
-                                                    : -std::numeric_limits<float>::infinity());
+  for (double v : values) *data++ = float32_of(v);
   return out;
 }
 

@@ -18,8 +18,10 @@
 //           state holds float32 values, else 0)
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -84,7 +86,21 @@ class ClassicControlEnv : public Env {
   bool ever_reset_ = false;  // whether an episode was ever started (for the error message)
 };
 
-// A float32 observation tensor of shape [values.size()] (NumPy's float64 -> float32 cast).
+// NumPy's float64 -> float32 cast: round to nearest, and beyond float32's range (plus half an
+// ulp) infinity, where a plain static_cast would be undefined behaviour.
+inline float float32_of(double v) {
+  constexpr double kOverflow = 3.4028235677973366e38;
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  return !(std::abs(v) >= kOverflow) ? static_cast<float>(v) : (v > 0 ? kInf : -kInf);
+}
+// A finite action as the float32 the dynamics take. Rounding a finite double beyond float32's
+// range would be undefined behaviour; such an action is far outside any bound and is clipped by
+// the dynamics anyway, so it is clamped to the largest float first.
+inline float finite_to_float32(double value) {
+  constexpr double kMax = 3.4028234663852886e38;
+  return static_cast<float>(value > kMax ? kMax : value < -kMax ? -kMax : value);
+}
+// A float32 observation tensor of shape [values.size()] (float32_of of each value).
 Tensor float32_observation(std::initializer_list<double> values);
 // Box(low, high) of float32 bounds (rounded from the doubles given, as Gymnasium's
 // np.array(..., dtype=np.float32)); the symmetric one has low = -high.
