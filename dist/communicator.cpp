@@ -7,6 +7,7 @@
 #include <string>
 
 #include "../base/error.h"
+#include "../base/hash.h"
 
 namespace ctrax::dist {
 
@@ -35,19 +36,8 @@ void allreduce_sum(Communicator& comm, std::span<float> values, bool divide_by_s
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(wide[i]);
 }
 
-namespace {
-
-// FNV-1a 64 (a drift check, not a checksum against tampering).
-uint64_t fnv1a(std::span<const unsigned char> bytes) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char b : bytes) h = (h ^ b) * 0x100000001b3ULL;
-  return h;
-}
-
-}  // namespace
-
 void check_same_on_every_rank(Communicator& comm, std::span<const unsigned char> bytes, const char* what) {
-  const uint64_t h = fnv1a(bytes);
+  const uint64_t h = fnv1a64(bytes.data(), bytes.size());  // a drift check (base/hash.h)
   // Carried bit for bit in two doubles of 32 bits each (exact).
   const double local[2] = {static_cast<double>(h >> 32), static_cast<double>(h & 0xffffffffULL)};
   const std::vector<double> all = comm.allgather(local);

@@ -116,15 +116,6 @@ uint64_t Xxh3Stream::digest() const { return XXH3_64bits_digest(&state_->xxh); }
 
 uint64_t xxh3_64(const void* data, size_t size) { return XXH3_64bits(data, size); }
 
-uint64_t fnv1a64(const void* data, size_t size, uint64_t seed) {
-  const auto* bytes = static_cast<const uint8_t*>(data);
-  uint64_t hash = seed;
-  for (size_t i = 0; i < size; ++i) {
-    hash ^= bytes[i];
-    hash *= 0x100000001b3ULL;
-  }
-  return hash;
-}
 
 void AtomicFileWriter::write(const void* data, size_t size) {
   CTRAX_REQUIRE(!committed_, "AtomicFileWriter: write to ", path_.string(), " after commit()");

@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "../base/hash.h"
+
 namespace ctrax::io {
 
 // xxh3_64 of bytes given in pieces (below).
@@ -79,8 +81,8 @@ class AtomicFileWriter {
 // neither is a defence against deliberate tampering.
 // XXH3 (64-bit, seed 0; libxxhash's XXH3_64bits) over a byte range: format version 2.
 uint64_t xxh3_64(const void* data, size_t size);
-// FNV-1a (64-bit) over a byte range, chained through `seed`: format version 1.
-uint64_t fnv1a64(const void* data, size_t size, uint64_t seed = 0xcbf29ce484222325ULL);
+// FNV-1a (64-bit) over a byte range, chained through `seed` (format version 1): base/hash.h.
+using ctrax::fnv1a64;
 
 // Writes `contents` to `path` atomically (AtomicFileWriter in one call).
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents);

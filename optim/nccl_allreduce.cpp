@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "../base/error.h"
+#include "../base/hash.h"
 #include "../kernels/cuda/nccl.h"
 #include "../kernels/cuda/runtime.h"
 #include "../tensor/ops.h"
@@ -20,8 +22,7 @@ namespace {
 std::array<double, 2> host_words() {
   char name[256] = {};
   gethostname(name, sizeof name - 1);
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (const char* c = name; *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 0x100000001b3ULL;
+  const uint64_t h = fnv1a64(name, std::strlen(name));
   return {static_cast<double>(h >> 32), static_cast<double>(h & 0xffffffffULL)};
 }
 
