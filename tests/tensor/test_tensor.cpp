@@ -512,6 +512,16 @@ TEST_CASE("tensor: copy_ broadcasts and converts, into any view") {
   CHECK(strided_ref(iota(Shape{400, 300}).transpose(0, 1), iota(Shape{400, 300})) == vals(big));
   check_error([&] { dst.copy_(zeros(Shape{2})); }, {"[2]", "[2, 3]"});
   check_error([&] { dst.copy_(zeros(Shape{1, 2, 3})); }, {"[1, 2, 3]", "[2, 3]"});
+  // contiguous views at an offset, both ends (the memcpy path): rows 1-2 of a [4, 3] into rows 2-3
+  Tensor rows = iota(Shape{4, 3});
+  Tensor into = zeros(Shape{4, 3});
+  REQUIRE(rows.slice(0, 1, 3).is_contiguous());
+  into.slice(0, 2, 4).copy_(rows.slice(0, 1, 3));
+  CHECK(vals(into) == std::vector<double>{0, 0, 0, 0, 0, 0, 3, 4, 5, 6, 7, 8});
+  CHECK(vals(rows.slice(0, 3, 4).clone()) == std::vector<double>{9, 10, 11});
+  Tensor empty_dst = zeros(Shape{0, 3});
+  empty_dst.copy_(zeros(Shape{0, 3}));  // nothing to copy, no pointer touched
+  CHECK(empty_dst.numel() == 0);
 }
 
 TEST_CASE("tensor: fill_ on every dtype and through views") {
