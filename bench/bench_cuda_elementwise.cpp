@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
       std::vector<Case> cases = {
           {"copy (cudaMemcpyAsync D2D)", 2,
            [&] {
-             bc::check(cudaMemcpyAsync(dst.raw_data(), a.raw_data(), bytes, cudaMemcpyDeviceToDevice, stream),
+             bc::check(cudaMemcpyAsync(dst.device_data(), a.device_data(), bytes, cudaMemcpyDeviceToDevice, stream),
                        "cudaMemcpyAsync");
            }},
           {"clone", 2, [&] { (void)a.clone(); }},
@@ -143,8 +143,8 @@ int main(int argc, char** argv) {
           {"log_softmax over rows", 2, [&] { (void)ctrax::log_softmax(a, 1); }},
           {"Adam update (fused)", 7,
            [&] {
-             (void)kc::adam_step(adam, static_cast<const float*>(g.raw_data()), static_cast<float*>(w.raw_data()),
-                                 static_cast<float*>(m.raw_data()), static_cast<float*>(v.raw_data()), n);
+             (void)kc::adam_step(adam, static_cast<const float*>(g.device_data()), static_cast<float*>(w.device_data()),
+                                 static_cast<float*>(m.device_data()), static_cast<float*>(v.device_data()), n);
            }},
       };
       if (s == 0) {

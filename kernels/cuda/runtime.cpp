@@ -46,8 +46,8 @@ const Probe& probe() {
 void require_device(int index, const char* what) {
   const Probe& p = probe();
   CTRAX_REQUIRE(p.count > 0, what, ": no CUDA device is available (", p.reason, ")");
-  CTRAX_REQUIRE(index >= 0 && index < p.count, what, ": CUDA device ", index, " does not exist (expected 0..",
-                p.count - 1, ")");
+  CTRAX_REQUIRE(index >= 0 && index < p.count, what, ": CUDA device cuda:", index, " does not exist (this machine has ",
+                p.count, ": cuda:0 to cuda:", p.count - 1, ")");
 }
 
 // Makes `index` current for the duration of a scope and restores the previous device.

@@ -189,7 +189,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
     const GemmOperand ga = prepare_operand(a, batch), gb = prepare_operand(b, batch);
     dispatch_floating(dtype, [&](auto tag) {
       using T = decltype(tag);
-      T* c = static_cast<T*>(out.raw_data());
+      T* c = static_cast<T*>(out.device_data());  // a device pointer for a GPU matmul
       detail::run_kernel([on_gpu = device.is_cuda(), ga, gb, batch, m, n, k, c] {
         batched_gemm<T>(on_gpu, ga, gb, batch, m, n, k, c);
       });

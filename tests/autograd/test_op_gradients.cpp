@@ -39,7 +39,7 @@ TEST_CASE("autograd: gradcheck of every differentiable op") {
     try {
       r = gradcheck(c.f, c.inputs, c.options);
     } catch (const std::exception& e) {  // one broken case must not hide the later ones
-      FAIL_CHECK("threw: " << e.what());
+      FAIL_CHECK("threw: " << std::string(e.what()));
       continue;
     }
     INFO(r.message << "; max abs error " << r.max_abs_error);

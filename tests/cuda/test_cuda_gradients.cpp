@@ -107,7 +107,7 @@ TEST_CASE("cuda gradients: every gradient case of the CPU suite agrees with the 
       }
       if (all_ok) ++passed_per_op[c.op];
     } catch (const std::exception& e) {  // one broken case must not hide the later ones
-      FAIL_CHECK("threw: " << e.what());
+      FAIL_CHECK("threw: " << std::string(e.what()));
     }
   }
   // Driven by the op table: every differentiable op has at least one case that passed on the GPU.

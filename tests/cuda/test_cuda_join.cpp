@@ -212,7 +212,8 @@ TEST_CASE("cuda join ops: gradients against the cpu") {
   const Tensor y = test::random_tensor(Shape{4, 3}, DType::float64, 301);
   using Fn = std::function<Tensor(const Tensor&, const Tensor&)>;
   const std::vector<std::pair<const char*, Fn>> cases = {
-      {"concatenate", [](const Tensor& a, const Tensor& b) { return concatenate({a, b.mT()}, 1); }},
+      // b as a transposed (column-major) view of the same values: a strided operand.
+      {"concatenate", [](const Tensor& a, const Tensor& b) { return concatenate({a, b.mT().contiguous().mT()}, 1); }},
       {"stack", [](const Tensor& a, const Tensor& b) { return stack({a, b, a}, -1); }},
       {"split, one part unused", [](const Tensor& a, const Tensor& b) {
          const std::vector<Tensor> parts = split(a * b, std::vector<int64_t>{1, 2, 1}, 0);
