@@ -2,10 +2,13 @@
 // operand is read in one of four modes chosen on the host (uniform across the grid, so the
 // branch costs nothing): a host scalar passed by value, a single device element (all strides
 // 0, e.g. a rank-0 tensor), a contiguous run (index i, no index maths) or a general strided
-// view (device::strided_offset). The loops are grid-stride.
+// view (device::strided_offset). The loops are grid-stride. When every operand is contiguous,
+// a scalar or one element, unary and binary ops take the packed kernels (several elements per
+// thread and access; see "The packed path" below).
 #include "elementwise.h"
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 
@@ -326,6 +329,64 @@ __global__ void binary_kernel(StridedArg out, bool out_contiguous, In<T> a, In<T
     store(out, out_contiguous, i, binary_value<Op>(load(a, i), load(b, i)));
 }
 
+// The packed path, for the common case of operands that are all contiguous (or a scalar, or one
+// element) with pointers aligned to a pack: each thread moves pack_of<T>() elements per access
+// (16 bytes of float32, as one float4) instead of one, so a memory-bound op issues a quarter of
+// the load and store instructions and stays near the device's copy bandwidth
+// (bench/bench_cuda_elementwise.cpp measures it). The n % pack_of<T>() leftover elements are
+// done one each by the first threads of the grid.
+template <typename T>
+constexpr int pack_of() {
+  return sizeof(T) >= 8 ? 2 : 4;
+}
+
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Pack {
+  T v[N];
+};
+
+template <int N, typename T>
+__device__ __forceinline__ Pack<T, N> load_pack(const In<T>& in, int64_t pack) {
+  if (in.mode == kContiguous) return reinterpret_cast<const Pack<T, N>*>(in.arg.data)[pack];
+  const T v = in.mode == kScalar ? in.value : *static_cast<const T*>(in.arg.data);
+  Pack<T, N> p;
+#pragma unroll
+  for (int e = 0; e < N; ++e) p.v[e] = v;
+  return p;
+}
+
+template <UnaryOp Op, typename T, int N>
+__global__ void unary_packed_kernel(void* out, In<T> x, T lo, T hi, int64_t n) {
+  using R = decltype(unary_value<Op>(T{}, lo, hi));
+  const int64_t packs = n / N;
+  const int64_t first = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  for (int64_t p = first; p < packs; p += int64_t{gridDim.x} * blockDim.x) {
+    const Pack<T, N> a = load_pack<N>(x, p);
+    Pack<R, N> r;
+#pragma unroll
+    for (int e = 0; e < N; ++e) r.v[e] = unary_value<Op>(a.v[e], lo, hi);
+    reinterpret_cast<Pack<R, N>*>(out)[p] = r;
+  }
+  const int64_t i = packs * N + first;  // the leftover elements
+  if (i < n) static_cast<R*>(out)[i] = unary_value<Op>(load(x, i), lo, hi);
+}
+
+template <BinaryOp Op, typename T, int N>
+__global__ void binary_packed_kernel(void* out, In<T> a, In<T> b, int64_t n) {
+  using R = decltype(binary_value<Op>(T{}, T{}));
+  const int64_t packs = n / N;
+  const int64_t first = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  for (int64_t p = first; p < packs; p += int64_t{gridDim.x} * blockDim.x) {
+    const Pack<T, N> x = load_pack<N>(a, p), y = load_pack<N>(b, p);
+    Pack<R, N> r;
+#pragma unroll
+    for (int e = 0; e < N; ++e) r.v[e] = binary_value<Op>(x.v[e], y.v[e]);
+    reinterpret_cast<Pack<R, N>*>(out)[p] = r;
+  }
+  const int64_t i = packs * N + first;
+  if (i < n) static_cast<R*>(out)[i] = binary_value<Op>(load(a, i), load(b, i));
+}
+
 template <typename T>
 __global__ void where_kernel(StridedArg out, bool out_contiguous, In<uint8_t> cond, In<T> a, In<T> b, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
@@ -355,8 +416,26 @@ void dispatch_enum(E op, F&& f) {
   }
 }
 
-constexpr int kUnaryCount = static_cast<int>(UnaryOp::logical_not) + 1;
+constexpr int kUnaryCount = static_cast<int>(UnaryOp::gelu_tanh) + 1;  // gelu_tanh is the last
 constexpr int kBinaryCount = static_cast<int>(BinaryOp::logical_or) + 1;
+
+// Whether the packed kernels may run: the output contiguous and every input contiguous, a
+// scalar or one element, with every contiguous pointer aligned to its pack.
+bool pack_aligned(const void* p, size_t pack_bytes) {
+  return reinterpret_cast<uintptr_t>(p) % pack_bytes == 0;
+}
+
+template <typename T>
+bool packable_input(const In<T>& in) {
+  if (in.mode == kScalar || in.mode == kSingle) return true;
+  return in.mode == kContiguous && pack_aligned(in.arg.data, sizeof(T) * pack_of<T>());
+}
+
+// The output's element is T, or one byte when the op writes bool.
+template <typename T>
+bool packable_output(const StridedArg& out, bool out_contiguous, bool gives_bool) {
+  return out_contiguous && pack_aligned(out.data, (gives_bool ? 1 : sizeof(T)) * pack_of<T>());
+}
 
 const char* type_name(ElementType t) {
   switch (t) {
@@ -385,8 +464,16 @@ void unary(UnaryOp op, const StridedArg& out, ElementType out_t, const StridedAr
     device::dispatch_element_type(x_t, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (unary_supported<Op, T>()) {
+        constexpr int N = pack_of<T>();
+        const In<T> in = tensor_in<T>(x);
+        if (packable_output<T>(out, out_contiguous, unary_gives_bool(op)) && packable_input(in)) {
+          unary_packed_kernel<Op, T, N><<<device::blocks_for(n / N + 1, kThreads), kThreads, 0, stream>>>(
+              out.data, in, host_convert<T>(p0), host_convert<T>(p1), n);
+          CTRAX_CUDA_CHECK_LAUNCH("unary_packed_kernel");
+          return;
+        }
         unary_kernel<Op, T><<<device::blocks_for(n, kThreads), kThreads, 0, stream>>>(
-            out, out_contiguous, tensor_in<T>(x), host_convert<T>(p0), host_convert<T>(p1), n);
+            out, out_contiguous, in, host_convert<T>(p0), host_convert<T>(p1), n);
         CTRAX_CUDA_CHECK_LAUNCH("unary_kernel");
       } else {
         CTRAX_CHECK(false, "elementwise unary: op ", static_cast<int>(op), " does not take ", type_name(x_t));
@@ -406,6 +493,13 @@ void launch_binary(BinaryOp op, const StridedArg& out, const In<T>& a, const In<
   dispatch_enum<BinaryOp, 0, kBinaryCount>(op, [&](auto op_tag) {
     constexpr BinaryOp Op = decltype(op_tag)::value;
     if constexpr (binary_supported<Op, T>()) {
+      constexpr int N = pack_of<T>();
+      if (packable_output<T>(out, out_contiguous, binary_gives_bool(op)) && packable_input(a) && packable_input(b)) {
+        binary_packed_kernel<Op, T, N><<<device::blocks_for(n / N + 1, kThreads), kThreads, 0, stream>>>(
+            out.data, a, b, n);
+        CTRAX_CUDA_CHECK_LAUNCH("binary_packed_kernel");
+        return;
+      }
       binary_kernel<Op, T><<<device::blocks_for(n, kThreads), kThreads, 0, stream>>>(out, out_contiguous, a, b, n);
       CTRAX_CUDA_CHECK_LAUNCH("binary_kernel");
     } else {

@@ -1,8 +1,9 @@
 // CUDA elementwise ops (kernels/cuda/elementwise.h through tensor/ops/unary.cpp, binary.cpp)
 // against the CPU path: every unary op, binary op (tensor and C++-scalar forms) and where, on
-// every dtype, on contiguous, transposed, stepped, broadcast, rank-0 and empty operands. The
-// CPU result is the reference: the GPU result must have its dtype and shape, equal integer and
-// bool values, and floating values within a few ulp (the device's libm differs from glibc's).
+// every dtype, on contiguous (aligned or not, any length), transposed, stepped, broadcast,
+// rank-0 and empty operands. The CPU result is the reference: the GPU result must have its
+// dtype and shape, equal integer and bool values, and floating values within a few ulp (the
+// device's libm differs from glibc's).
 // Where the CPU refuses (bool arithmetic, negative integer exponents) the GPU must refuse too.
 #include <doctest/doctest.h>
 
@@ -72,6 +73,11 @@ std::vector<Layout> unary_layouts() {
       {"rank0", Shape{}, identity},
       {"empty", Shape{0, 4}, identity},
       {"large", Shape{256, 257}, identity},
+      // Contiguous views at an offset: one element in (not 16-byte aligned, so the kernels'
+      // one-element path) and four in (aligned for float32: the packed path, whose leftover
+      // n % 4 elements go one per thread).
+      {"offset by one", Shape{23}, [](const Tensor& t) { return t.slice(0, 1, 23); }},
+      {"offset by four", Shape{23}, [](const Tensor& t) { return t.slice(0, 4, 23); }},
   };
 }
 
@@ -108,7 +114,7 @@ void run_both(const std::function<Tensor(const std::vector<Tensor>&)>& f, const 
   try {
     got = f(gpu_inputs);
   } catch (const Error& e) {
-    FAIL_CHECK(what << ": GPU threw but CPU did not: " << e.what());
+    FAIL_CHECK(what << ": GPU threw but CPU did not: " << std::string(e.what()));
     return;
   }
   check_same(expected, got, loose, what);
@@ -219,6 +225,12 @@ std::vector<PairLayout> pair_layouts() {
       {"rank0 both", {"", Shape{}, identity}, {"", Shape{}, identity}},
       {"empty", {"", Shape{0, 4}, identity}, {"", Shape{4}, identity}},
       {"large", {"", Shape{256, 257}, identity}, {"", Shape{257}, identity}},
+      {"offsets one and four",
+       {"", Shape{23}, [](const Tensor& t) { return t.slice(0, 1, 23); }},
+       {"", Shape{26}, [](const Tensor& t) { return t.slice(0, 4, 26); }}},
+      {"offset four and tight",
+       {"", Shape{26}, [](const Tensor& t) { return t.slice(0, 4, 26); }},
+       {"", Shape{22}, identity}},
   };
 }
 
