@@ -34,6 +34,7 @@ enum SgemmVersion : int {
   kSgemmVectorized = 5,     // 2D blocking with float4 global and shared-memory loads
   kSgemmWarptiling = 6,     // warp-level tiles on top of 5
   kSgemmTf32 = 7,           // tensor cores (WMMA m16n16k8, TF32 inputs, FP32 accumulation), sm_80+
+  kSgemmDoubleBuffered = 8, // 256 threads, next k step fetched during this one, k split when few tiles
 };
 
 // C = alpha * op(A) * op(B) + beta * C with the given float32 kernel version.

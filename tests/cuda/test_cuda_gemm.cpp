@@ -215,7 +215,10 @@ struct Size {
   int64_t m, n, k;
 };
 const Size kSizes[] = {{1, 1, 1},       {7, 13, 5},      {33, 65, 17}, {127, 129, 131}, {256, 256, 256},
-                       {1, 512, 3},     {0, 5, 3},       {5, 0, 3},    {4, 6, 0},       {130, 3, 257}};
+                       {1, 512, 3},     {0, 5, 3},       {5, 0, 3},    {4, 6, 0},       {130, 3, 257},
+                       // Few tiles and a long k: version 8 splits k (11, 8 and 8 slices on a 132-SM
+                       // GPU); whole tiles (tight layout) take its unchecked loop, split or not.
+                       {40, 70, 3001},  {130, 70, 2051}, {128, 128, 2048}, {256, 384, 64}};
 
 // Restores the selected version whatever a test does.
 struct VersionGuard {
@@ -285,8 +288,8 @@ TEST_CASE("cuda sgemm: large square product with every version, tight layout") {
 
 TEST_CASE("cuda sgemm: the selected version is used and can be changed") {
   VersionGuard guard;
-  CHECK(kc::default_sgemm_version() == kc::kSgemmWarptiling);
-  CHECK(kc::sgemm_version_count() == 8);
+  CHECK(kc::default_sgemm_version() == kc::kSgemmDoubleBuffered);
+  CHECK(kc::sgemm_version_count() == 9);
   CHECK(std::string(kc::sgemm_version_name(0)) == "cublas");
   CHECK(std::string(kc::sgemm_version_name(7)) == "tf32_wmma");
   const Problem<float> p(true, false, 45, 67, 23, 0.5f, 0.25f, Layout::tight, false, 9);
@@ -334,7 +337,7 @@ TEST_CASE("cuda sgemm: bad arguments throw ctrax::Error") {
     CHECK_THROWS_WITH_AS(kc::sgemm(v, false, false, 0, 0, 0, 1.0f, none, 0, none, 1, 0.0f, none, 1),
                          doctest::Contains("lda=0"), ctrax::Error);
   }
-  for (const int v : {-1, 8, 1000}) {
+  for (const int v : {-1, kc::sgemm_version_count(), 1000}) {
     CAPTURE(v);
     CHECK_THROWS_WITH_AS(kc::sgemm(v, false, false, 1, 1, 1, 1.0f, none, 1, none, 1, 0.0f, none, 1),
                          doctest::Contains("unknown sgemm version"), ctrax::Error);

@@ -44,6 +44,7 @@ void sgemm_blocktiling_2d(const SgemmArgs& args, cudaStream_t stream);
 void sgemm_vectorized(const SgemmArgs& args, cudaStream_t stream);
 void sgemm_warptiling(const SgemmArgs& args, cudaStream_t stream);
 void sgemm_tf32_wmma(const SgemmArgs& args, cudaStream_t stream);
+void sgemm_double_buffered(const SgemmArgs& args, cudaStream_t stream);
 
 // float64 through cuBLAS (gemm_0_cublas.cu); m, n, k >= 1, alpha != 0.
 void dgemm_cublas(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
