@@ -1,10 +1,11 @@
 // Elementwise kernels (elementwise.h). One kernel template per (op, element type); each
-// operand is read in one of four modes chosen on the host (uniform across the grid, so the
+// operand is read in one of five modes chosen on the host (uniform across the grid, so the
 // branch costs nothing): a host scalar passed by value, a single device element (all strides
-// 0, e.g. a rank-0 tensor), a contiguous run (index i, no index maths) or a general strided
-// view (device::strided_offset). The loops are grid-stride. When every operand is contiguous,
-// a scalar or one element, unary and binary ops take the packed kernels (several elements per
-// thread and access; see "The packed path" below).
+// 0, e.g. a rank-0 tensor), a contiguous run (index i, no index maths), a contiguous row
+// repeated over the leading axes (a bias: index i % row length) or a general strided view
+// (device::strided_offset). The loops are grid-stride. When every operand is contiguous, a
+// scalar, one element or a repeated row, unary, binary and where take the packed kernels
+// (several elements per thread and access; see "The packed path" below).
 #include "elementwise.h"
 
 #include <cmath>
@@ -22,7 +23,7 @@ namespace {
 
 constexpr int kThreads = 256;
 
-enum Mode : int { kScalar, kSingle, kContiguous, kStrided };
+enum Mode : int { kScalar, kSingle, kContiguous, kRow, kStrided };
 
 bool all_zero_strides(const StridedArg& arg) {
   for (int d = 0; d < arg.rank; ++d)
@@ -30,9 +31,19 @@ bool all_zero_strides(const StridedArg& arg) {
   return true;
 }
 
+// A contiguous last axis repeated over every other axis (stride 0 or size 1 there): the view
+// that broadcasting a bias row [n] against [..., n] gives.
+bool is_repeated_row(const StridedArg& arg) {
+  if (arg.rank < 1 || arg.strides[arg.rank - 1] != 1) return false;
+  for (int d = 0; d < arg.rank - 1; ++d)
+    if (arg.shape[d] != 1 && arg.strides[d] != 0) return false;
+  return true;
+}
+
 Mode mode_of(const StridedArg& arg) {
   if (device::is_contiguous(arg)) return kContiguous;
   if (all_zero_strides(arg)) return kSingle;
+  if (is_repeated_row(arg)) return kRow;
   return kStrided;
 }
 
@@ -40,7 +51,8 @@ Mode mode_of(const StridedArg& arg) {
 template <typename T>
 struct In {
   StridedArg arg;
-  T value{};  // kScalar only
+  T value{};        // kScalar only
+  int64_t row = 1;  // kRow only: the row's length
   Mode mode = kStrided;
 };
 
@@ -49,7 +61,15 @@ In<T> tensor_in(const StridedArg& arg) {
   In<T> in;
   in.arg = arg;
   in.mode = mode_of(arg);
+  if (in.mode == kRow) in.row = arg.shape[arg.rank - 1];
   return in;
+}
+
+// i % row, in 32 bits when both fit (a 64-bit remainder costs several times more).
+__device__ __forceinline__ int64_t row_offset(int64_t i, int64_t row) {
+  if (((static_cast<uint64_t>(i) | static_cast<uint64_t>(row)) >> 32) == 0)
+    return static_cast<uint32_t>(i) % static_cast<uint32_t>(row);
+  return i % row;
 }
 
 template <typename T>
@@ -58,6 +78,7 @@ __device__ __forceinline__ T load(const In<T>& in, int64_t i) {
     case kScalar: return in.value;
     case kSingle: return *static_cast<const T*>(in.arg.data);
     case kContiguous: return static_cast<const T*>(in.arg.data)[i];
+    case kRow: return static_cast<const T*>(in.arg.data)[row_offset(i, in.row)];
     default: return static_cast<const T*>(in.arg.data)[device::strided_offset(in.arg, i)];
   }
 }
@@ -329,8 +350,8 @@ __global__ void binary_kernel(StridedArg out, bool out_contiguous, In<T> a, In<T
     store(out, out_contiguous, i, binary_value<Op>(load(a, i), load(b, i)));
 }
 
-// The packed path, for the common case of operands that are all contiguous (or a scalar, or one
-// element) with pointers aligned to a pack: each thread moves pack_of<T>() elements per access
+// The packed path, for the common case of operands that are all contiguous (or a scalar, one
+// element, or a repeated row of a whole number of packs) with pointers aligned to a pack: each thread moves pack_of<T>() elements per access
 // (16 bytes of float32, as one float4) instead of one, so a memory-bound op issues a quarter of
 // the load and store instructions and stays near the device's copy bandwidth
 // (bench/bench_cuda_elementwise.cpp measures it). The n % pack_of<T>() leftover elements are
@@ -348,6 +369,8 @@ struct alignas(sizeof(T) * N) Pack {
 template <int N, typename T>
 __device__ __forceinline__ Pack<T, N> load_pack(const In<T>& in, int64_t pack) {
   if (in.mode == kContiguous) return reinterpret_cast<const Pack<T, N>*>(in.arg.data)[pack];
+  if (in.mode == kRow)  // the row's length is a multiple of N: a pack never wraps around it
+    return *reinterpret_cast<const Pack<T, N>*>(static_cast<const T*>(in.arg.data) + row_offset(pack * N, in.row));
   const T v = in.mode == kScalar ? in.value : *static_cast<const T*>(in.arg.data);
   Pack<T, N> p;
 #pragma unroll
@@ -393,6 +416,23 @@ __global__ void where_kernel(StridedArg out, bool out_contiguous, In<uint8_t> co
     store(out, out_contiguous, i, load(cond, i) != 0 ? load(a, i) : load(b, i));
 }
 
+// where on the packed path: the condition is read in packs of the same count (N bytes).
+template <typename T, int N>
+__global__ void where_packed_kernel(void* out, In<uint8_t> cond, In<T> a, In<T> b, int64_t n) {
+  const int64_t packs = n / N;
+  const int64_t first = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  for (int64_t p = first; p < packs; p += int64_t{gridDim.x} * blockDim.x) {
+    const Pack<uint8_t, N> c = load_pack<N>(cond, p);
+    const Pack<T, N> x = load_pack<N>(a, p), y = load_pack<N>(b, p);
+    Pack<T, N> r;
+#pragma unroll
+    for (int e = 0; e < N; ++e) r.v[e] = c.v[e] != 0 ? x.v[e] : y.v[e];
+    reinterpret_cast<Pack<T, N>*>(out)[p] = r;
+  }
+  const int64_t i = packs * N + first;
+  if (i < n) static_cast<T*>(out)[i] = load(cond, i) != 0 ? load(a, i) : load(b, i);
+}
+
 // Writes 1 to *flag when an element is negative; racing writers all write the same value.
 template <typename T>
 __global__ void any_negative_kernel(In<T> x, int32_t* flag, int64_t n) {
@@ -420,15 +460,18 @@ constexpr int kUnaryCount = static_cast<int>(UnaryOp::gelu_tanh) + 1;  // gelu_t
 constexpr int kBinaryCount = static_cast<int>(BinaryOp::logical_or) + 1;
 
 // Whether the packed kernels may run: the output contiguous and every input contiguous, a
-// scalar or one element, with every contiguous pointer aligned to its pack.
+// scalar, one element or a repeated row whose length is a whole number of packs, with every
+// pointer read by packs aligned to its pack.
 bool pack_aligned(const void* p, size_t pack_bytes) {
   return reinterpret_cast<uintptr_t>(p) % pack_bytes == 0;
 }
 
+// N: the pack's element count (pack_of of the op's type, also for where's bool condition).
 template <typename T>
-bool packable_input(const In<T>& in) {
+bool packable_input(const In<T>& in, int N = pack_of<T>()) {
   if (in.mode == kScalar || in.mode == kSingle) return true;
-  return in.mode == kContiguous && pack_aligned(in.arg.data, sizeof(T) * pack_of<T>());
+  if (in.mode == kRow && in.row % N != 0) return false;
+  return (in.mode == kContiguous || in.mode == kRow) && pack_aligned(in.arg.data, sizeof(T) * N);
 }
 
 // The output's element is T, or one byte when the op writes bool.
@@ -544,8 +587,17 @@ void where(const StridedArg& out, ElementType t, const StridedArg& cond, const S
   const auto stream = static_cast<cudaStream_t>(current_stream());
   device::dispatch_element_type(t, [&](auto tag) {
     using T = decltype(tag);
-    where_kernel<T><<<device::blocks_for(n, kThreads), kThreads, 0, stream>>>(
-        out, device::is_contiguous(out), tensor_in<uint8_t>(cond), tensor_in<T>(a), tensor_in<T>(b), n);
+    constexpr int N = pack_of<T>();
+    const bool out_contiguous = device::is_contiguous(out);
+    const In<uint8_t> c = tensor_in<uint8_t>(cond);
+    const In<T> x = tensor_in<T>(a), y = tensor_in<T>(b);
+    if (packable_output<T>(out, out_contiguous, false) && packable_input(c, N) && packable_input(x) &&
+        packable_input(y)) {
+      where_packed_kernel<T, N><<<device::blocks_for(n / N + 1, kThreads), kThreads, 0, stream>>>(out.data, c, x, y, n);
+      CTRAX_CUDA_CHECK_LAUNCH("where_packed_kernel");
+      return;
+    }
+    where_kernel<T><<<device::blocks_for(n, kThreads), kThreads, 0, stream>>>(out, out_contiguous, c, x, y, n);
     CTRAX_CUDA_CHECK_LAUNCH("where_kernel");
   });
 }

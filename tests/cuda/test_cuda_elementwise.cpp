@@ -225,6 +225,13 @@ std::vector<PairLayout> pair_layouts() {
       {"rank0 both", {"", Shape{}, identity}, {"", Shape{}, identity}},
       {"empty", {"", Shape{0, 4}, identity}, {"", Shape{4}, identity}},
       {"large", {"", Shape{256, 257}, identity}, {"", Shape{257}, identity}},
+      // Repeated rows (a bias): 8 is a whole number of packs (the packed path), the offset row
+      // is not aligned (the one-element path), and a rank-3 left operand.
+      {"row broadcast, whole packs", {"", Shape{6, 8}, identity}, {"", Shape{8}, identity}},
+      {"row broadcast, unaligned row",
+       {"", Shape{6, 8}, identity},
+       {"", Shape{9}, [](const Tensor& t) { return t.slice(0, 1, 9); }}},
+      {"rank3 and a row", {"", Shape{2, 3, 8}, identity}, {"", Shape{1, 8}, identity}},
       {"offsets one and four",
        {"", Shape{23}, [](const Tensor& t) { return t.slice(0, 1, 23); }},
        {"", Shape{26}, [](const Tensor& t) { return t.slice(0, 4, 26); }}},
