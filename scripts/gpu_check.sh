@@ -8,7 +8,11 @@
 # Settings (environment):
 #   CTRAX_GPU_BUILD_DIR      the build folder (default build-gpu)
 #   CTRAX_GPU_SKIP_BUILD=1   use that folder as it is: built elsewhere with the same toolkit, so a
-#                            short GPU lease is not spent compiling
+#                            short GPU lease is not spent compiling, or because the GPU machine
+#                            lacks the build's packages (doctest, toml++, ...). The build's
+#                            absolute paths (RUNPATH, the CTest files) must resolve there, and
+#                            the loader must find libtomlplusplus and CUDA's libcublas, libcudnn
+#                            and libnccl of the same major version (LD_LIBRARY_PATH)
 #   CTRAX_GPU_BENCH_TIMEOUT  seconds each benchmark may run (default 240)
 #   CTRAX_GPU_PPO_EPOCHS     epochs per PPO row of bench/run_cuda_ppo.sh (default 6)
 set -uo pipefail
