@@ -94,9 +94,9 @@ struct Trainer::Split {
 };
 
 namespace {
-CompileOptions step_compile_options(bool enabled) {
+CompileOptions compile_options(const char* name, bool enabled) {
   CompileOptions o;
-  o.name = "the Trainer's step";
+  o.name = name;
   o.enabled = enabled;
   return o;
 }
@@ -105,7 +105,9 @@ CompileOptions step_compile_options(bool enabled) {
 Trainer::Trainer(TrainerOptions options)
     : options_(std::move(options)),
       compiled_step_([this](const std::vector<Tensor>& in, Key key) { return step_function(in, key); },
-                     step_compile_options(options_.compile)),
+                     compile_options("the Trainer's step", options_.compile)),
+      compiled_predict_([this](const std::vector<Tensor>& in) { return predict_function(in); },
+                        compile_options("the Trainer's predict", options_.compile)),
       step_input_(zeros({}, DType::int64)),
       learning_rate_input_(zeros({}, DType::float64)) {
   validate_and_init();
@@ -457,7 +459,23 @@ void Trainer::log(int64_t step, const char* phase, const Metrics& metrics) {
 }
 
 Stack Trainer::predict(const Stack& inputs) const {
-  return options_.model->apply(inputs, weights_, state_, Key(), Mode::eval).outputs;
+  std::vector<Tensor> in(inputs.begin(), inputs.end());
+  n_predict_inputs_ = in.size();
+  for (const Tensor& t : state_.leaves()) in.push_back(t);
+  // The state's leaves are inputs (training replaces them); the weights, updated in place, are
+  // read by the plan, which is dropped with them when they are replaced (the guard).
+  const std::vector<Tensor>& out = compiled_predict_(in, weights_generation_);
+  Stack result;
+  result.reserve(out.size());
+  for (const Tensor& t : out) result.push_back(t.clone());  // the plan reuses its outputs' buffers
+  return result;
+}
+
+std::vector<Tensor> Trainer::predict_function(const std::vector<Tensor>& inputs) const {
+  const Stack x(inputs.begin(), inputs.begin() + static_cast<std::ptrdiff_t>(n_predict_inputs_));
+  const Tree state = state_.with_leaves(std::span<const Tensor>(inputs).subspan(n_predict_inputs_));
+  const Stack outputs = options_.model->apply(x, weights_, state, Key(), Mode::eval).outputs;
+  return std::vector<Tensor>(outputs.begin(), outputs.end());
 }
 
 namespace {

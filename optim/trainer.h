@@ -129,7 +129,9 @@ class Trainer {
   LayerPtr model_ptr() const { return options_.model; }
   const Optimizer& optimizer() const { return *options_.optimizer; }
   const TrainerOptions& options() const { return options_; }
-  // The model's outputs in Mode::eval with the current weights and state.
+  // The model's outputs in Mode::eval with the current weights and state, compiled like the
+  // steps (TrainerOptions::compile): a plan per input signature, replayed with the weights and
+  // state as they are at each call. The results are the caller's own tensors.
   Stack predict(const Stack& inputs) const;
 
   // Replaces the weights (e.g. copying shared layers between networks, as Trax's actor-critic
@@ -166,6 +168,8 @@ class Trainer {
   // the new state's leaves, the metrics (on logged steps) and the optimizer's statistics (with
   // step_updates_), in that order.
   std::vector<Tensor> step_function(const std::vector<Tensor>& inputs, Key step_key);
+  // predict's compiled part, on (inputs..., state leaves...): the model's outputs.
+  std::vector<Tensor> predict_function(const std::vector<Tensor>& inputs) const;
   // Whether the optimizer's update runs inside step_function (Optimizer::runs_in_plans and CPU
   // weights); otherwise it runs after it, eagerly.
   bool update_in_step();
@@ -185,6 +189,8 @@ class Trainer {
   double lr_factor_ = 1.0;
   bool heads_ready_ = false;  // the loss and metrics have been initialised (init_heads)
   CompiledFunction compiled_step_;  // runs step_function
+  mutable CompiledFunction compiled_predict_;  // runs predict_function
+  mutable size_t n_predict_inputs_ = 0;        // read by predict_function
   uint64_t weights_generation_ = 0;  // changes when weights_ is replaced: plans read its storages
   size_t n_model_outputs_ = 0;       // leaves of the model's outputs, set by loss_and_gradients
   bool step_metrics_ = false;        // read by step_function: this step also computes the metrics

@@ -163,8 +163,9 @@ void RunningMeanStd::set(const Tensor& mean, const Tensor& var, double count) {
   }
   CTRAX_REQUIRE(std::isfinite(count) && count > 0, "RunningMeanStd::set: count is ", count,
                 " (expected finite and > 0)");
-  mean_ = mean.to(DType::float64).contiguous().clone();
-  var_ = var.to(DType::float64).contiguous().clone();
+  // Own float64 CPU copies (update and normalize read them on the host), from any device.
+  mean_ = mean.to(Device::cpu()).to(DType::float64).contiguous().clone();
+  var_ = var.to(Device::cpu()).to(DType::float64).contiguous().clone();
   count_ = count;
 }
 
