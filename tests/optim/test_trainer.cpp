@@ -218,6 +218,30 @@ TEST_CASE("Trainer masks targets equal to id_to_mask and multiplies given weight
   CHECK(t.train_step()["loss"] == doctest::Approx(expected).epsilon(1e-6));
 }
 
+TEST_CASE("Trainer predict (compiled) follows the weights and state as training changes them; its results stay the caller's") {
+  TrainerOptions o = classifier_options(class_stream(16));
+  // The classifier has a BatchNorm: its running statistics (state) change with every step too.
+  Trainer t(o);
+  const Tensor x = normal(Key(5), {5, 4});
+  auto eager = [&] { return t.model().apply({x}, t.weights(), t.state(), Key(), Mode::eval).outputs[0]; };
+  auto same = [](const Tensor& a, const Tensor& b) { return a.to_vector<double>() == b.to_vector<double>(); };
+  const Tensor first = t.predict({x})[0];   // records a plan
+  const Tensor second = t.predict({x})[0];  // replays it
+  CHECK_MESSAGE(same(first, eager()), "recorded call");
+  CHECK_MESSAGE(same(second, eager()), "replayed call");
+  const std::vector<double> before = first.to_vector<double>();
+  for (int i = 0; i < 3; ++i) t.train_step();  // updates the weights in place, replaces the state
+  const Tensor after = t.predict({x})[0];
+  CHECK_MESSAGE(same(after, eager()), "after training");
+  CHECK(after.to_vector<double>() != before);
+  CHECK(first.to_vector<double>() == before);  // not overwritten by later calls
+  t.set_weights(t.weights());                  // replaced weights: a new plan reads them
+  CHECK_MESSAGE(same(t.predict({x})[0], eager()), "after set_weights");
+  const Tensor other = normal(Key(6), {7, 4});  // another signature
+  const Tensor other_eager = t.model().apply({other}, t.weights(), t.state(), Key(), Mode::eval).outputs[0];
+  CHECK_MESSAGE(same(t.predict({other})[0], other_eager), "another batch size");
+}
+
 TEST_CASE("Trainer evaluate averages the loss and metrics over the eval batches") {
   TrainerOptions o = classifier_options(class_stream(16));
   const BatchStream eval = class_stream(10, 99);
