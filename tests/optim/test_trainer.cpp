@@ -218,7 +218,7 @@ TEST_CASE("Trainer masks targets equal to id_to_mask and multiplies given weight
   CHECK(t.train_step()["loss"] == doctest::Approx(expected).epsilon(1e-6));
 }
 
-TEST_CASE("Trainer predict (compiled) follows the weights and state as training changes them; its results stay the caller's") {
+TEST_CASE("Trainer predict (compiled) follows the weights and state as training changes them, and its results stay the caller's") {
   TrainerOptions o = classifier_options(class_stream(16));
   // The classifier has a BatchNorm: its running statistics (state) change with every step too.
   Trainer t(o);
