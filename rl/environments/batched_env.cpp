@@ -79,10 +79,7 @@ Tensor BatchedEnv<Physics>::reset(std::optional<uint64_t> seed) {
     elapsed_[i] = 0;
     Physics::write_observation(params_, states_[i], observations + Physics::kObservationSize * i);
   }
-  out_.rewards.fill_(0.0);
-  out_.terminated.fill_(0.0);
-  out_.truncated.fill_(0.0);
-  out_.final_observations.fill_(0.0);
+  out_.clear_results();
   ever_reset_ = true;
   return out_.observations.clone();
 }

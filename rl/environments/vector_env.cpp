@@ -158,10 +158,7 @@ Tensor SyncVectorEnv::reset(std::optional<uint64_t> seed) {
     }
     copy_row(*envs_[i], static_cast<int64_t>(i), envs_[i]->reset(copy_seed), out_.observations);
   }
-  out_.rewards.fill_(0.0);
-  out_.terminated.fill_(0.0);
-  out_.truncated.fill_(0.0);
-  out_.final_observations.fill_(0.0);
+  out_.clear_results();
   ever_reset_ = true;
   return out_.observations.clone();
 }

@@ -32,6 +32,13 @@ struct VectorStep {
   Tensor terminated;          // [N] bool
   Tensor truncated;           // [N] bool
   Tensor final_observations;  // [N, ...]; rows i with terminated[i] or truncated[i] are meaningful
+  // After a reset: no rewards, no episode ended, no final observations.
+  void clear_results() {
+    rewards.fill_(0.0);
+    terminated.fill_(0.0);
+    truncated.fill_(0.0);
+    final_observations.fill_(0.0);
+  }
 };
 
 class VectorEnv {
