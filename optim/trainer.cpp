@@ -463,7 +463,7 @@ Stack Trainer::predict(const Stack& inputs) const {
   n_predict_inputs_ = in.size();
   for (const Tensor& t : state_.leaves()) in.push_back(t);
   // The state's leaves are inputs (training replaces them); the weights, updated in place, are
-  // read by the plan, which is dropped with them when they are replaced (the guard).
+  // read by the plan, and replacing them (a new generation, the guard) records a new plan.
   const std::vector<Tensor>& out = compiled_predict_(in, weights_generation_);
   Stack result;
   result.reserve(out.size());
@@ -474,8 +474,7 @@ Stack Trainer::predict(const Stack& inputs) const {
 std::vector<Tensor> Trainer::predict_function(const std::vector<Tensor>& inputs) const {
   const Stack x(inputs.begin(), inputs.begin() + static_cast<std::ptrdiff_t>(n_predict_inputs_));
   const Tree state = state_.with_leaves(std::span<const Tensor>(inputs).subspan(n_predict_inputs_));
-  const Stack outputs = options_.model->apply(x, weights_, state, Key(), Mode::eval).outputs;
-  return std::vector<Tensor>(outputs.begin(), outputs.end());
+  return options_.model->apply(x, weights_, state, Key(), Mode::eval).outputs;
 }
 
 namespace {

@@ -35,7 +35,7 @@ constexpr int kVersionCount = static_cast<int>(sizeof(kVersions) / sizeof(kVersi
 static_assert(kVersionCount == kSgemmDoubleBuffered + 1, "kVersions must list every SgemmVersion in order");
 
 std::atomic<int>& selected_version() {
-  static std::atomic<int> version{kSgemmDoubleBuffered};
+  static std::atomic<int> version{default_sgemm_version()};
   return version;
 }
 
