@@ -59,6 +59,26 @@ inline int64_t resolve_index(int64_t i, int64_t n, int axis, const char* op) {
   return resolved;
 }
 
+// dst[j] = src[picks[j]] for j < m, blocks of `block` bytes. Minibatch rows are often one to
+// four numbers: a memcpy call per 4-byte block costs several times the copy, so the common
+// small sizes get a loop whose copy size is a constant (compiled to plain moves).
+template <size_t Block>
+void copy_fixed_picks(const char* src, const int64_t* picks, int64_t m, char* dst) {
+  for (int64_t j = 0; j < m; ++j, dst += Block) std::memcpy(dst, src + static_cast<size_t>(picks[j]) * Block, Block);
+}
+void copy_picks(const char* src, const int64_t* picks, int64_t m, size_t block, char* dst) {
+  switch (block) {
+    case 1: return copy_fixed_picks<1>(src, picks, m, dst);
+    case 2: return copy_fixed_picks<2>(src, picks, m, dst);
+    case 4: return copy_fixed_picks<4>(src, picks, m, dst);
+    case 8: return copy_fixed_picks<8>(src, picks, m, dst);
+    case 12: return copy_fixed_picks<12>(src, picks, m, dst);
+    case 16: return copy_fixed_picks<16>(src, picks, m, dst);
+    default:
+      for (int64_t j = 0; j < m; ++j, dst += block) std::memcpy(dst, src + static_cast<size_t>(picks[j]) * block, block);
+  }
+}
+
 // Byte strides of x seen through out_shape (broadcast dims read stride 0), with the gathered
 // axis also at stride 0: the kernel supplies that axis' offset from the index.
 Shape gather_source_strides(const Tensor& x, const Shape& out_shape, int axis) {
@@ -252,10 +272,8 @@ Tensor index_select(const Tensor& x, int axis, const Tensor& indices) {
     if (block == 0 || m == 0) return out;
     const char* src = static_cast<const char*>(x.raw_data());
     char* dst = static_cast<char*>(out.raw_data());
-    for (int64_t o = 0; o < outer; ++o) {
-      const char* src_row = src + static_cast<size_t>(o * n) * block;
-      for (int64_t j = 0; j < m; ++j, dst += block) std::memcpy(dst, src_row + static_cast<size_t>(picks[j]) * block, block);
-    }
+    for (int64_t o = 0; o < outer; ++o, dst += static_cast<size_t>(m) * block)
+      copy_picks(src + static_cast<size_t>(o * n) * block, picks.data(), m, block, dst);
     return out;
   }, [&] { return OpAttrs{AxisAttrs{axis, false}}; });
 }
