@@ -225,30 +225,38 @@ class NormalizeLayer final : public Layer {
   //   var = (n_a var_a + k var_b + delta^2 n_a k / n) / n.
   // It equals Welford's one-at-a-time update, which Trax runs per observation, but avoids its cancellation-
   // prone alternatives (sums of x and x^2). Computed in float64 and rounded to the state's dtype once.
+  //
+  // Everything is a tensor op, the count included (never read on the host), so a compiled collection step
+  // (tensor/compile.h) can replay the update: k is min(batch, ceil(sample_limit - n_a)) clipped at 0, the
+  // rows past k are masked out of both sums, and k = 0 keeps the old statistics.
   Tree updated(const Tree& state, const Tensor& x) const {
-    const int64_t n_a = state["count"].leaf().item<int64_t>();
     if (x.shape()[1] == 0) fail("input has no time steps; collect mode adds the last one to the statistics");
     const int64_t batch = x.shape()[0];
-    int64_t k = batch;
-    if (std::isfinite(options_.sample_limit)) {
-      const double room = std::ceil(options_.sample_limit - static_cast<double>(n_a));
-      k = room <= 0.0 ? 0 : std::min<int64_t>(batch, static_cast<int64_t>(room));
-    }
-    if (k == 0) return state;
     NoGradScope no_grad;
-    const Tensor obs = stop_gradient(x).select(1, x.shape()[1] - 1).slice(0, 0, k).to(DType::float64);
+    const Tensor& count = state["count"].leaf();
+    const Tensor na = count.to(DType::float64);
+    const Tensor kb = std::isfinite(options_.sample_limit)
+                          ? clip(ceil(sub(options_.sample_limit, na)), 0.0, static_cast<double>(batch))
+                          : full(Shape{}, static_cast<double>(batch), DType::float64, x.device());
+    const Tensor obs = stop_gradient(x).select(1, x.shape()[1] - 1).to(DType::float64);  // [batch, features...]
+    Shape row_shape = Shape::filled(obs.rank(), 1);
+    row_shape[0] = batch;
+    const Tensor counted = lt(arange(batch, DType::float64).to(x.device()).reshape(row_shape), kb);
+    const Tensor zero = zeros_like(obs);
     const Tensor mean_a = state["mean"].leaf().to(DType::float64);
     const Tensor var_a = state["var"].leaf().to(DType::float64);
-    const Tensor mean_b = mean(obs, {0});
-    const Tensor var_b = var(obs, {0});
-    const double na = static_cast<double>(n_a), kb = static_cast<double>(k), n = na + kb;
+    const Tensor mean_b = div(sum(where(counted, obs, zero), {0}), kb);
+    const Tensor deviation = where(counted, sub(obs, mean_b), zero);
+    const Tensor var_b = div(sum(square(deviation), {0}), kb);
+    const Tensor n = add(na, kb);
     const Tensor delta = sub(mean_b, mean_a);
-    const Tensor new_mean = add(mean_a, mul(delta, kb / n));
-    const Tensor m2 = add(add(mul(var_a, na), mul(var_b, kb)), mul(square(delta), na * kb / n));
+    const Tensor new_mean = add(mean_a, mul(delta, div(kb, n)));
+    const Tensor m2 = add(add(mul(var_a, na), mul(var_b, kb)), mul(square(delta), div(mul(na, kb), n)));
+    const Tensor grew = gt(kb, zeros_like(kb));  // k = 0: mean_b is 0 / 0; the statistics stay as they were
     Tree s = state;
-    s["mean"] = new_mean.to(state["mean"].leaf().dtype());
-    s["var"] = div(m2, n).to(state["var"].leaf().dtype());
-    s["count"] = scalar_tensor(static_cast<double>(n_a + k), DType::int64).to(state["count"].leaf().device());
+    s["mean"] = where(grew, new_mean, mean_a).to(state["mean"].leaf().dtype());
+    s["var"] = where(grew, div(m2, n), var_a).to(state["var"].leaf().dtype());
+    s["count"] = add(count, kb.to(DType::int64));
     return s;
   }
 

@@ -7,6 +7,7 @@
 
 #include <ctrax/autograd/gradcheck.h>
 #include <ctrax/layers/normalization.h>
+#include <ctrax/tensor/compile.h>
 #include <ctrax/tensor/ops.h>
 
 #include "../test_util.h"
@@ -311,6 +312,45 @@ TEST_CASE("layers: Normalize stops counting at sample_limit and clips the normal
   // Clipping: a value 100 standard deviations out comes back as +-2.
   const Tensor far = tensor({m[0] + 100.0 * std::sqrt(v[0]), m[1] - 100.0 * std::sqrt(v[1])}, Shape{1, 1, 2});
   check_close(norm->apply({far}, w, c2.state).outputs[0], Shape{1, 1, 2}, {2.0, -2.0}, kF64);
+}
+
+TEST_CASE("layers: Normalize's collect update replays in a compiled step, equal to eager bit for bit up to and past sample_limit") {
+  // The update reads the count inside kernels (no item()), so a compiled collection step can replay it. The
+  // limit of 10 with batches of 4 covers a whole batch (recorded, then replayed), a partial one (k = 2) and
+  // none (k = 0: the statistics stay), all in the plan recorded for the first.
+  LayerPtr norm = Normalize({10, 1e-5, 1e12});
+  const Tensor first = test::random_tensor(Shape{4, 1, 3}, DType::float32, 71);
+  auto [w, s] = norm->init({ShapeDtype::of(first)});
+  const Tree structure = s;
+  CompiledFunction step([&](const std::vector<Tensor>& in) {
+    const Tree state = structure.with_leaves(std::span<const Tensor>(in).subspan(1));
+    const LayerResult r = norm->apply({in[0]}, w, state, Key(), Mode::collect);
+    std::vector<Tensor> out{r.outputs[0]};
+    for (const Tensor& t : r.state.leaves()) out.push_back(t);
+    return out;
+  });
+  Tree eager_state = s, compiled_state = s;
+  for (int call = 0; call < 5; ++call) {
+    INFO("call " << call);
+    const Tensor x = test::random_tensor(Shape{4, 1, 3}, DType::float32, 72 + call);
+    const LayerResult want = norm->apply({x}, w, eager_state, Key(), Mode::collect);
+    std::vector<Tensor> in{x};
+    for (const Tensor& t : compiled_state.leaves()) in.push_back(t);
+    const std::vector<Tensor>& got = step(in);
+    CHECK(test::bitwise_equal(got[0], want.outputs[0]));
+    const std::vector<Tensor> want_leaves = want.state.leaves();
+    std::vector<Tensor> leaves;
+    for (size_t i = 0; i < want_leaves.size(); ++i) {
+      CHECK(test::bitwise_equal(got[i + 1], want_leaves[i]));
+      leaves.push_back(got[i + 1].clone());
+    }
+    compiled_state = structure.with_leaves(leaves);
+    eager_state = want.state;
+  }
+  CHECK(eager_state["count"].leaf().item<int64_t>() == 10);
+  CHECK(step.stats().recordings == 1);
+  CHECK(step.stats().replays == 4);
+  CHECK(step.stats().eager_calls == 0);
 }
 
 TEST_CASE("layers: Normalize gradient by gradcheck (the statistics are constants)") {
