@@ -10,6 +10,7 @@
 #include "../autograd/tape.h"
 #include "../base/error.h"
 #include "../tensor/ops.h"
+#include "../tensor/plan.h"
 
 namespace ctrax {
 
@@ -226,38 +227,90 @@ class NormalizeLayer final : public Layer {
   // It equals Welford's one-at-a-time update, which Trax runs per observation, but avoids its cancellation-
   // prone alternatives (sums of x and x^2). Computed in float64 and rounded to the state's dtype once.
   //
-  // Everything is a tensor op, the count included (never read on the host), so a compiled collection step
-  // (tensor/compile.h) can replay the update: k is min(batch, ceil(sample_limit - n_a)) clipped at 0, the
-  // rows past k are masked out of both sums, and k = 0 keeps the old statistics.
+  // The count is never read on the host, so a compiled collection step (tensor/compile.h) can replay the
+  // update: k = min(batch, ceil(sample_limit - n_a)) clipped at 0 is computed where the count is read, and
+  // k = 0 keeps the old statistics. On the CPU the whole update is one kernel (a few dozen tensor ops on a
+  // handful of numbers cost more in dispatch than in arithmetic); on a GPU it is made of tensor ops, the
+  // rows past k masked out of both sums.
   Tree updated(const Tree& state, const Tensor& x) const {
     if (x.shape()[1] == 0) fail("input has no time steps; collect mode adds the last one to the statistics");
-    const int64_t batch = x.shape()[0];
     NoGradScope no_grad;
+    const Tensor obs = stop_gradient(x).select(1, x.shape()[1] - 1).to(DType::float64);  // [batch, features...]
+    const Tensor mean_a = state["mean"].leaf().to(DType::float64);
+    const Tensor var_a = state["var"].leaf().to(DType::float64);
     const Tensor& count = state["count"].leaf();
+    auto [new_count, new_mean, new_var] = x.device().is_cpu() ? update_in_one_kernel(count, mean_a, var_a, obs)
+                                                              : update_with_ops(count, mean_a, var_a, obs);
+    Tree s = state;
+    s["mean"] = new_mean.to(state["mean"].leaf().dtype());
+    s["var"] = new_var.to(state["var"].leaf().dtype());
+    s["count"] = new_count;
+    return s;
+  }
+
+  struct Moments {
+    Tensor count, mean, var;
+  };
+
+  // n_a, mean_a, var_a and the batch of new observations obs [batch, features...] (all float64 but the int64
+  // count) -> n, mean, var, as one kernel.
+  Moments update_in_one_kernel(const Tensor& count, const Tensor& mean_a, const Tensor& var_a, const Tensor& obs) const {
+    const Tensor c = count.contiguous(), m = mean_a.contiguous(), v = var_a.contiguous(), o = obs.contiguous();
+    const int64_t batch = o.shape()[0], features = m.numel();
+    Moments out{Tensor(Shape{}, DType::int64), Tensor(m.shape(), DType::float64), Tensor(v.shape(), DType::float64)};
+    const double limit = options_.sample_limit;
+    detail::KernelScope scope;
+    detail::run_kernel([batch, features, limit, c_in = static_cast<const int64_t*>(c.raw_data()),
+                        m_in = static_cast<const double*>(m.raw_data()), v_in = static_cast<const double*>(v.raw_data()),
+                        x = static_cast<const double*>(o.raw_data()), c_out = static_cast<int64_t*>(out.count.raw_data()),
+                        m_out = static_cast<double*>(out.mean.raw_data()), v_out = static_cast<double*>(out.var.raw_data())] {
+      const double na = static_cast<double>(*c_in);
+      const double room = std::isfinite(limit) ? std::ceil(limit - na) : static_cast<double>(batch);
+      const int64_t k = room <= 0.0 ? 0 : room >= static_cast<double>(batch) ? batch : static_cast<int64_t>(room);
+      *c_out = *c_in + k;
+      const double kb = static_cast<double>(k), n = na + kb;
+      for (int64_t j = 0; j < features; ++j) {
+        if (k == 0) {
+          m_out[j] = m_in[j];
+          v_out[j] = v_in[j];
+          continue;
+        }
+        double sum = 0.0;
+        for (int64_t i = 0; i < k; ++i) sum += x[i * features + j];
+        const double mean_b = sum / kb;
+        double squares = 0.0;
+        for (int64_t i = 0; i < k; ++i) {
+          const double d = x[i * features + j] - mean_b;
+          squares += d * d;
+        }
+        const double var_b = squares / kb;
+        const double delta = mean_b - m_in[j];
+        m_out[j] = m_in[j] + delta * (kb / n);
+        v_out[j] = ((v_in[j] * na + var_b * kb) + (delta * delta) * ((na * kb) / n)) / n;
+      }
+    });
+    return out;
+  }
+
+  // The same update as tensor ops, for tensors on a GPU: the rows past k are masked out of both sums.
+  Moments update_with_ops(const Tensor& count, const Tensor& mean_a, const Tensor& var_a, const Tensor& obs) const {
+    const int64_t batch = obs.shape()[0];
     const Tensor na = count.to(DType::float64);
     const Tensor kb = std::isfinite(options_.sample_limit)
                           ? clip(ceil(sub(options_.sample_limit, na)), 0.0, static_cast<double>(batch))
-                          : full(Shape{}, static_cast<double>(batch), DType::float64, x.device());
-    const Tensor obs = stop_gradient(x).select(1, x.shape()[1] - 1).to(DType::float64);  // [batch, features...]
+                          : full(Shape{}, static_cast<double>(batch), DType::float64, obs.device());
     Shape row_shape = Shape::filled(obs.rank(), 1);
     row_shape[0] = batch;
-    const Tensor counted = lt(arange(batch, DType::float64).to(x.device()).reshape(row_shape), kb);
+    const Tensor counted = lt(arange(batch, DType::float64).to(obs.device()).reshape(row_shape), kb);
     const Tensor zero = zeros_like(obs);
-    const Tensor mean_a = state["mean"].leaf().to(DType::float64);
-    const Tensor var_a = state["var"].leaf().to(DType::float64);
     const Tensor mean_b = div(sum(where(counted, obs, zero), {0}), kb);
-    const Tensor deviation = where(counted, sub(obs, mean_b), zero);
-    const Tensor var_b = div(sum(square(deviation), {0}), kb);
+    const Tensor var_b = div(sum(square(where(counted, sub(obs, mean_b), zero)), {0}), kb);
     const Tensor n = add(na, kb);
     const Tensor delta = sub(mean_b, mean_a);
     const Tensor new_mean = add(mean_a, mul(delta, div(kb, n)));
     const Tensor m2 = add(add(mul(var_a, na), mul(var_b, kb)), mul(square(delta), div(mul(na, kb), n)));
     const Tensor grew = gt(kb, zeros_like(kb));  // k = 0: mean_b is 0 / 0; the statistics stay as they were
-    Tree s = state;
-    s["mean"] = where(grew, new_mean, mean_a).to(state["mean"].leaf().dtype());
-    s["var"] = where(grew, div(m2, n), var_a).to(state["var"].leaf().dtype());
-    s["count"] = add(count, kb.to(DType::int64));
-    return s;
+    return {add(count, kb.to(DType::int64)), where(grew, new_mean, mean_a), where(grew, div(m2, n), var_a)};
   }
 
   NormalizeOptions options_;
