@@ -69,6 +69,31 @@ class SerialLayer final : public Layer {
     }
     return {std::move(stack), Tree(std::move(new_state))};
   }
+
+  // The sublayers up to the last one that holds state, that one itself state-only; those after it have
+  // none to change. Same keys as forward(), so the state is the same bits.
+  LayerResult forward_state_only(const Stack& inputs, const Tree& weights, const Tree& state, Key rng, Mode mode,
+                                 LayerPass& pass) const override {
+    if (sublayers().empty()) return {Stack{}, Tree()};
+    size_t n_run = 0;  // sublayers to run: through the last with state
+    for (size_t k = 0; k < sublayers().size(); ++k)
+      if (state[k].num_leaves() > 0) n_run = k + 1;
+    const std::vector<Key> keys = split(rng, static_cast<int>(sublayers().size()));
+    Stack stack = inputs;
+    Tree::List new_state;
+    for (size_t k = 0; k < n_run; ++k) {
+      const Layer& l = *sublayers()[k];
+      const Stack in(stack.begin(), stack.begin() + l.n_in());
+      const bool last = k + 1 == n_run;
+      LayerResult r = Layer::apply_in_pass(l, in, weights[k], state[k], keys[k], mode, pass, item_label(l, k), last);
+      new_state.push_back(std::move(r.state));
+      if (last) break;
+      r.outputs.insert(r.outputs.end(), stack.begin() + l.n_in(), stack.end());
+      stack = std::move(r.outputs);
+    }
+    for (size_t k = n_run; k < sublayers().size(); ++k) new_state.push_back(state[k]);
+    return {Stack{}, Tree(std::move(new_state))};
+  }
 };
 
 

@@ -104,7 +104,7 @@ std::pair<Tree, Tree> Layer::init_in_pass(Layer& layer, const Signature& input, 
 }
 
 LayerResult Layer::apply_in_pass(const Layer& layer, const Stack& inputs, const Tree& weights, const Tree& state,
-                                 Key rng, Mode mode, LayerPass& pass, const std::string& label) {
+                                 Key rng, Mode mode, LayerPass& pass, const std::string& label, bool state_only) {
   pass.path.push_back(label);
   LayerResult result = annotate_errors(pass, signature_of(inputs), [&]() -> LayerResult {
     CTRAX_REQUIRE(static_cast<int>(inputs.size()) == layer.n_in(), "expected ", layer.n_in(), " input",
@@ -127,10 +127,11 @@ LayerResult Layer::apply_in_pass(const Layer& layer, const Stack& inputs, const 
       pass.summary->push_back({static_cast<int>(pass.path.size()) - 1, label, signature_of(inputs), {},
                                first ? count_parameters(weights) : 0});
     }
-    LayerResult r = layer.forward(inputs, w, state, rng, mode, pass);
+    LayerResult r = state_only ? layer.forward_state_only(inputs, w, state, rng, mode, pass)
+                               : layer.forward(inputs, w, state, rng, mode, pass);
     if (pass.summary) (*pass.summary)[row].output = signature_of(r.outputs);
-    CTRAX_CHECK(static_cast<int>(r.outputs.size()) == layer.n_out(), "layer ", layer.name(), " returned ",
-                r.outputs.size(), " outputs, declared ", layer.n_out());
+    CTRAX_CHECK(state_only || static_cast<int>(r.outputs.size()) == layer.n_out(), "layer ", layer.name(),
+                " returned ", r.outputs.size(), " outputs, declared ", layer.n_out());
     return r;
   });
   pass.path.pop_back();
@@ -165,6 +166,11 @@ Signature Layer::output_signature(const Signature& input) {
 LayerResult Layer::apply(const Stack& inputs, const Tree& weights, const Tree& state, Key rng, Mode mode) const {
   LayerPass pass = LayerPass::over(*this);
   return apply_in_pass(*this, inputs, weights, state, rng, mode, pass, name_);
+}
+
+Tree Layer::updated_state(const Stack& inputs, const Tree& weights, const Tree& state, Key rng, Mode mode) const {
+  LayerPass pass = LayerPass::over(*this);
+  return apply_in_pass(*this, inputs, weights, state, rng, mode, pass, name_, /*state_only=*/true).state;
 }
 
 Stack Layer::operator()(const Stack& inputs, Key rng, Mode mode) {

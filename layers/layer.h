@@ -95,6 +95,12 @@ class Layer {
   // The pure forward.
   LayerResult apply(const Stack& inputs, const Tree& weights, const Tree& state, Key rng = Key(),
                     Mode mode = Mode::eval) const;
+  // apply()'s new state without its outputs, for callers that only keep statistics (an RL agent's
+  // value network follows the collected observations this way). The same bits as apply().state;
+  // a Serial stops after its last sublayer that holds state, since the layers after it cannot
+  // change any (other layers run whole).
+  Tree updated_state(const Stack& inputs, const Tree& weights, const Tree& state, Key rng = Key(),
+                     Mode mode = Mode::collect) const;
 
   // ---- The convenience interface: the layer's own weights and state --------------------------
   const Tree& weights() const { return weights_; }
@@ -113,8 +119,10 @@ class Layer {
   // init/apply of a sublayer inside a pass: tracks the path and shared instances.
   static std::pair<Tree, Tree> init_in_pass(Layer& layer, const Signature& input, Key rng, LayerPass& pass,
                                             const std::string& label);
+  // state_only: forward_state_only() instead of forward() (the outputs may be left out).
   static LayerResult apply_in_pass(const Layer& layer, const Stack& inputs, const Tree& weights, const Tree& state,
-                                   Key rng, Mode mode, LayerPass& pass, const std::string& label);
+                                   Key rng, Mode mode, LayerPass& pass, const std::string& label,
+                                   bool state_only = false);
 
  protected:
   Layer(std::string name, int n_in, int n_out, std::vector<LayerPtr> sublayers = {});
@@ -124,6 +132,11 @@ class Layer {
   // The forward: `inputs` has exactly n_in items.
   virtual LayerResult forward(const Stack& inputs, const Tree& weights, const Tree& state, Key rng, Mode mode,
                               LayerPass& pass) const = 0;
+  // The new state of forward(); the outputs may be left out (empty). Default: the whole forward.
+  virtual LayerResult forward_state_only(const Stack& inputs, const Tree& weights, const Tree& state, Key rng,
+                                         Mode mode, LayerPass& pass) const {
+    return forward(inputs, weights, state, rng, mode, pass);
+  }
 
   // Throws ctrax::Error "<what>" for this layer (the pass adds the path and the signature).
   [[noreturn]] void fail(const std::string& what) const;

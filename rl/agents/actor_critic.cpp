@@ -217,7 +217,7 @@ PolicyOutput ActorCriticAgent::act(const Tensor& observations, Key key, double t
   if (value_collect_ && !evaluating()) {
     Stack more;
     if (ac_.q_value) more.push_back(model_actions(out.actions));
-    value_collect_->act(on_device, /*evaluating=*/false, more);
+    value_collect_->update_state(on_device, more);  // its statistics follow the observations; no outputs
   }
   return out;
 }

@@ -41,6 +41,10 @@ std::vector<Tensor> CollectModel::forward(const std::vector<Tensor>& in, Key key
   for (size_t k = 0; k <= n_more_; ++k) inputs.push_back(one_step(in[k], who_));
   const Tree state = state_.with_leaves(std::span<const Tensor>(in).subspan(1 + n_more_));
   const Mode mode = evaluating_ ? Mode::eval : Mode::collect;
+  if (state_only_) {
+    new_state_structure_ = trainer_.model().updated_state(inputs, trainer_.weights(), state, Key(), Mode::collect);
+    return new_state_structure_.leaves();
+  }
   LayerResult r = trainer_.model().apply(inputs, trainer_.weights(), state, Key(), mode);
   std::vector<Tensor> out;
   for (const Tensor& t : r.outputs) out.push_back(t.select(1, 0).contiguous());
@@ -64,8 +68,8 @@ const std::vector<Tensor>& CollectModel::run(const Tensor& observations, bool ev
   const std::vector<Tensor>& out =
       compiled_(inputs, key,
                 {trainer_.weights_generation(), evaluating ? 1u : 0u, reinterpret_cast<uintptr_t>(sampler_),
-                 std::bit_cast<uint64_t>(temperature_)});
-  const size_t n_results = n_outputs_ + (sampler_ != nullptr ? 1 : 0);
+                 std::bit_cast<uint64_t>(temperature_), state_only_ ? 1u : 0u});
+  const size_t n_results = state_only_ ? 0 : n_outputs_ + (sampler_ != nullptr ? 1 : 0);
   // A model without collected statistics returns no state leaves: its (empty) state stays as it is, rather
   // than being rebuilt every step (same results; the rebuild was about 1% of a Pendulum run's instructions).
   if (!evaluating && out.size() > n_results)
@@ -81,6 +85,18 @@ Stack CollectModel::act(const Tensor& observations, bool evaluating, const Stack
   Stack result;
   for (size_t i = 0; i < n_outputs_; ++i) result.push_back(out[i].clone());
   return result;
+}
+
+void CollectModel::update_state(const Tensor& observations, const Stack& more) {
+  sampler_ = nullptr;
+  state_only_ = true;
+  try {
+    run(observations, /*evaluating=*/false, more, Key());
+  } catch (...) {
+    state_only_ = false;
+    throw;
+  }
+  state_only_ = false;
 }
 
 std::pair<Tensor, Tensor> CollectModel::act_and_sample(const Tensor& observations, bool evaluating,

@@ -38,6 +38,11 @@ class CollectModel {
   // for bit act() then sample() (on the CPU the sampling runs inside the compiled forward).
   std::pair<Tensor, Tensor> act_and_sample(const Tensor& observations, bool evaluating, const Distribution& distribution,
                                            Key key, double temperature);
+  // Only the collected statistics move: the model's state after a Mode::collect step on observations
+  // (and `more`), without computing what no statistic depends on (Layer::updated_state). For a network
+  // whose outputs the agent does not use while collecting (ActorCriticAgent's value network). The same
+  // state as act(observations, false, more); compiled like act().
+  void update_state(const Tensor& observations, const Stack& more = {});
   // How the compiled forward ran.
   const CompileStats& compile_stats() const { return compiled_.stats(); }
   // The model's outputs for observations [B, L, ...] in Mode::eval (statistics unchanged).
@@ -72,8 +77,9 @@ class CollectModel {
   // The sampling forward runs after outputs: read by forward, part of the plan's guard.
   const Distribution* sampler_ = nullptr;
   double temperature_ = 1.0;
+  bool state_only_ = false;    // read by forward (part of the plan's guard): update_state()
   size_t n_more_ = 0;
-  size_t n_outputs_ = 0;       // set by forward
+  size_t n_outputs_ = 0;       // set by forward (the model's outputs; none returned by update_state)
   Tree new_state_structure_;   // set by forward
 };
 

@@ -4,9 +4,11 @@
 #include <ctrax/autograd/grad.h>
 #include <ctrax/layers/combinators.h>
 #include <ctrax/layers/core.h>
+#include <ctrax/layers/normalization.h>
 #include <ctrax/layers/summary.h>
 #include <ctrax/autograd/gradcheck.h>
 
+#include <memory>
 #include <sstream>
 #include <ctrax/tensor/ops.h>
 
@@ -259,4 +261,37 @@ TEST_CASE("layers: gradients flow through nested combinators") {
   CHECK(r.ok);
   CHECK(model->n_in() == 1);
   CHECK(model->n_out() == 1);
+}
+
+TEST_CASE("combinators: updated_state equals apply's state bit for bit, a Serial stopping after its last stateful sublayer") {
+  const Tensor x = test::random_tensor(Shape{5, 2, 3}, DType::float32, 91);
+  auto check = [&](const LayerPtr& model, const char* what) {
+    INFO(what);
+    auto [w, s] = model->init(Signature(static_cast<size_t>(model->n_in()), ShapeDtype::of(x)));
+    Tree state = s;
+    for (int step = 0; step < 3; ++step) {  // statistics that have moved, too
+      const Stack in(static_cast<size_t>(model->n_in()), add(x, static_cast<double>(step)));
+      const Tree want = model->apply(in, w, state, Key(4), Mode::collect).state;
+      const Tree got = model->updated_state(in, w, state, Key(4), Mode::collect);
+      REQUIRE(got.same_structure(want));
+      const std::vector<Tensor> a = got.leaves(), b = want.leaves();
+      for (size_t i = 0; i < a.size(); ++i) CHECK(test::bitwise_equal(a[i], b[i]));
+      state = want;
+    }
+  };
+  check(Serial({Normalize(), Dense(8), Relu(), Dense(2)}), "Normalize first");
+  check(Serial({Dense(4), Serial({Normalize(), Dense(3)}), Relu(), Dense(2)}), "Normalize in a nested Serial");
+  check(Serial({Dense(4), Relu(), Dense(2)}), "no state at all");
+  check(Serial({Normalize(), Dense(4), Normalize(), Dense(2)}), "two Normalize layers");
+  check(Parallel({Normalize(), Dense(2)}), "a Parallel (runs whole)");
+  // The suffix after the last stateful layer is not run: a Dense that would fail on its input is never reached.
+  auto armed = std::make_shared<bool>(false);  // init runs every layer once
+  const LayerPtr tail_fails = Serial({Normalize(), Dense(3), Fn("Fails", [armed](const Tensor& t) -> Tensor {
+                                         if (*armed) throw Error("not expected to run, got " + to_string(t.shape()));
+                                         return t;
+                                       })});
+  auto [w, s] = tail_fails->init({ShapeDtype::of(x)});
+  *armed = true;
+  CHECK(tail_fails->updated_state({x}, w, s, Key(), Mode::collect)[0].num_leaves() == 3);
+  CHECK_THROWS_AS(tail_fails->apply({x}, w, s, Key(), Mode::collect), Error);
 }

@@ -77,3 +77,24 @@ TEST_CASE("CollectModel: forward and sampling as one plan equal act() then sampl
 TEST_CASE("CollectModel: a policy with a Normalize in front collects through the plan, its statistics equal eager's") {
   check_collection_plan(Gaussian(Shape{2}, 1.0, LearnStd::separate), /*normalize=*/true);
 }
+
+TEST_CASE("CollectModel: update_state moves the statistics as act() does, compiled and eager, without the outputs") {
+  const Gaussian distribution(Shape{2}, 1.0, LearnStd::separate);
+  for (const bool compile : {true, false}) {
+    INFO("compile " << compile);
+    const auto trainer = policy_trainer(distribution, compile, /*normalize=*/true);
+    CollectModel acting(*trainer, "policy_collect_state", "test");
+    CollectModel updating(*trainer, "policy_collect_state", "test");
+    for (uint64_t step = 0; step < 5; ++step) {
+      const Tensor observations = normal(fold_in(Key(19), step), {4, 3});
+      acting.act(observations, false);
+      updating.update_state(observations);
+      const std::vector<Tensor> want = acting.state().leaves(), got = updating.state().leaves();
+      REQUIRE(got.size() == 3);  // the Normalize's count, mean and var
+      for (size_t i = 0; i < got.size(); ++i) CHECK(bitwise_equal(got[i], want[i]));
+    }
+    // act() still returns the outputs after update_state ran on the same model.
+    CHECK(updating.act(normal(Key(20), {4, 3}), true)[0].shape() == Shape{4, distribution.n_inputs()});
+    if (compile) CHECK(updating.compile_stats().replays >= 4);
+  }
+}
