@@ -320,7 +320,9 @@ TEST_CASE("layers: Normalize's collect update replays in a compiled step, equal 
   // none (k = 0: the statistics stay), all in the plan recorded for the first.
   LayerPtr norm = Normalize({10, 1e-5, 1e12});
   const Tensor first = test::random_tensor(Shape{4, 1, 3}, DType::float32, 71);
-  auto [w, s] = norm->init({ShapeDtype::of(first)});
+  const std::pair<Tree, Tree> initialized = norm->init({ShapeDtype::of(first)});
+  const Tree& w = initialized.first;  // a named variable: lambdas may not capture structured bindings (clang)
+  const Tree& s = initialized.second;
   const Tree structure = s;
   CompiledFunction step([&](const std::vector<Tensor>& in) {
     const Tree state = structure.with_leaves(std::span<const Tensor>(in).subspan(1));
