@@ -295,3 +295,13 @@ TEST_CASE("combinators: updated_state equals apply's state bit for bit, a Serial
   CHECK(tail_fails->updated_state({x}, w, s, Key(), Mode::collect)[0].num_leaves() == 3);
   CHECK_THROWS_AS(tail_fails->apply({x}, w, s, Key(), Mode::collect), Error);
 }
+
+TEST_CASE("combinators: updated_state refuses what apply refuses, naming the layer") {
+  const LayerPtr model = Serial({Normalize(), Dense(2)});
+  const Tensor x = test::random_tensor(Shape{3, 1, 4}, DType::float32, 95);
+  const std::pair<Tree, Tree> ws = model->init({ShapeDtype::of(x)});
+  const Tree& w = ws.first;  // named: lambdas may not capture structured bindings (clang)
+  const Tree& s = ws.second;
+  check_error([&] { model->updated_state({x, x}, w, s); }, {"Serial: expected 1 input, got 2"});
+  check_error([&] { model->updated_state({zeros({3, 1, 5})}, w, s); }, {"Normalize", "expected [batch, time] followed by the features [4]"});
+}
