@@ -95,7 +95,8 @@ if command -v gnuplot >/dev/null; then
 fi
 
 # ---- Ctrl-C and resume -----------------------------------------------------------------------
-"$ctrax" train --epochs 100000 --output-dir run2 "${tiny[@]}" >sigint.out 2>sigint.err &
+# --no-plot: no learning curve at the end of this run; the resume below draws one.
+"$ctrax" train --epochs 100000 --no-plot --output-dir run2 "${tiny[@]}" >sigint.out 2>sigint.err &
 pid=$!
 for _ in $(seq 1 300); do
   [[ -s run2/metrics.jsonl ]] && break
@@ -108,19 +109,22 @@ rc=$?
 epoch=$(sed -n 's/^interrupted after epoch \([0-9]*\);.*/\1/p' sigint.out)
 [[ -n "$epoch" ]] || fail "SIGINT: no 'interrupted after epoch' line: $(cat sigint.out)"
 target=$((epoch + 2))
+[[ ! -e run2/learning_curve.png ]] || fail "train --no-plot drew a learning curve"
 expect_ok resume "$ctrax" resume run2 --epochs "$target"
 grep -q "resuming run2 at epoch $epoch" resume.out || fail "resume did not start at epoch $epoch: $(cat resume.out)"
 grep -q "epoch $target," resume.out || fail "resume did not reach epoch $target: $(cat resume.out)"
 [[ $(grep -c '"phase": "rl"' run2/metrics.jsonl) -eq $target ]] || fail "run2/metrics.jsonl does not hold $target epochs"
 
 if command -v gnuplot >/dev/null; then
+  signature_is run2/learning_curve.png 89504e47  # drawn by the resume (the train said --no-plot)
   expect_ok plot "$ctrax" plot run1 run2 -o "$work/both.png"
   signature_is both.png 89504e47
 fi
 
 # ---- resume from an earlier checkpoint, sweep and report ----------------------------------------
-cp -r run1 older
-expect_ok resume_older "$ctrax" resume older --checkpoint 1 --epochs 3
+cp -r run1 older && rm -f older/learning_curve.png
+expect_ok resume_older "$ctrax" resume older --checkpoint 1 --epochs 3 --no-plot
+[[ ! -e older/learning_curve.png ]] || fail "resume --no-plot drew a learning curve"
 grep -q "resuming older at epoch 1 (epoch 1 checkpoint)" resume_older.out || fail "resume --checkpoint 1: $(cat resume_older.out)"
 [[ $(grep -c '"phase": "rl"' older/metrics.jsonl) -eq 3 ]] || fail "resume --checkpoint 1 did not replace epoch 2's row"
 expect_ok sweep "$ctrax" sweep "$configs/ppo_cartpole.toml" --seeds 2 --first-seed 5 --jobs 2 --output-dir sweeps \

@@ -170,8 +170,10 @@ std::string draw_learning_curve(const Agent& agent, const RunConfig& config, con
 
 // Runs until the agent is done (solved, its epochs or its step budget reached) or a stop is
 // requested. rewrite_config: save config.resolved to config.toml once the checkpoint is
-// restored (resume --epochs; a refused checkpoint leaves the file as it was).
-int train_until_done(const RunConfig& config, const fs::path& dir, bool rewrite_config = false) {
+// restored (resume --epochs; a refused checkpoint leaves the file as it was). draw_curve: draw
+// learning_curve.png at the end (--no-plot turns it off: gnuplot's PNG takes 0.05-0.15 s, which
+// a sweep of short runs or a timed run need not pay; `ctrax plot RUN_DIR` draws it later).
+int train_until_done(const RunConfig& config, const fs::path& dir, bool draw_curve, bool rewrite_config = false) {
   TaskPtr task = make_task(config);
   std::unique_ptr<Agent> agent = make_run_agent(config, task, dir);
   const bool speaks = first_rank(config);
@@ -194,7 +196,7 @@ int train_until_done(const RunConfig& config, const fs::path& dir, bool rewrite_
   }
   const double seconds = run_epochs(*agent, config, first_epoch);
   if (!speaks) return g_stop_requested ? kExitInterrupted : 0;
-  const std::string curve_note = draw_learning_curve(*agent, config, dir);
+  const std::string curve_note = draw_curve ? draw_learning_curve(*agent, config, dir) : "";
   if (g_stop_requested) {
     std::printf("interrupted after epoch %lld; its checkpoint is saved. Continue with: ctrax resume %s\n",
                 static_cast<long long>(agent->epoch()), dir.c_str());
@@ -240,6 +242,7 @@ struct TrainArgs {
   std::optional<std::string> seed, epochs;  // as typed: a number too large for int64 is refused as it was typed
   std::optional<int> threads;
   int virtual_ranks = 1;
+  bool no_plot = false;
 };
 
 // A whole number >= 0 as typed after `option`; anything else (a sign, a fraction, more than
@@ -328,7 +331,7 @@ int train_rank(TrainArgs args, const Device& device, std::shared_ptr<dist::Commu
   // refuses a directory that holds a run, before writing
   if (first_rank(config)) create_run_directory(dir, config);
   dir = shared_directory(config, dir);  // after rank 0 created it
-  return train_until_done(config, dir);
+  return train_until_done(config, dir, !args.no_plot);
 }
 
 int train(const TrainArgs& args) {
@@ -345,6 +348,7 @@ struct ResumeArgs {
   std::optional<int> threads;
   std::string checkpoint = "latest";
   int virtual_ranks = 1;
+  bool no_plot = false;
 };
 
 int resume_rank(const ResumeArgs& args, const Device& on, std::shared_ptr<dist::Communicator> comm) {
@@ -370,7 +374,7 @@ int resume_rank(const ResumeArgs& args, const Device& on, std::shared_ptr<dist::
   if (choice.kind == CheckpointChoice::Kind::latest && !existing.latest_step() && first_rank(config))
     std::printf("%s has no checkpoint yet (it stopped before its first one): training from epoch 0, its metric "
                 "rows dropped\n", dir.c_str());
-  return train_until_done(config, dir, /*rewrite_config=*/args.epochs.has_value());
+  return train_until_done(config, dir, !args.no_plot, /*rewrite_config=*/args.epochs.has_value());
 }
 
 int resume(const ResumeArgs& args) {
@@ -395,6 +399,8 @@ void add_train_commands(CLI::App& app, int& status) {
   train_cmd->add_option("--threads", args->threads, "CPU threads (default: all; or CTRAX_NUM_THREADS)");
   train_cmd->add_option("--virtual-ranks", args->virtual_ranks,
                         "run N data-parallel ranks as threads: what `mpirun -np N ctrax train` computes (default 1)");
+  train_cmd->add_flag("--no-plot", args->no_plot,
+                      "do not draw learning_curve.png at the end (`ctrax plot RUN_DIR` draws it later)");
   train_cmd->callback([args, &status] { status = train(*args); });
 
   auto resume_args = std::make_shared<ResumeArgs>();
@@ -409,6 +415,8 @@ void add_train_commands(CLI::App& app, int& status) {
   resume_cmd->add_option("--threads", resume_args->threads, "CPU threads (default: all; or CTRAX_NUM_THREADS)");
   resume_cmd->add_option("--virtual-ranks", resume_args->virtual_ranks,
                          "N data-parallel ranks as threads, as many as the run was trained on (default 1)");
+  resume_cmd->add_flag("--no-plot", resume_args->no_plot,
+                       "do not draw learning_curve.png at the end (`ctrax plot RUN_DIR` draws it later)");
   resume_cmd->callback([resume_args, &status] { status = resume(*resume_args); });
 }
 
