@@ -61,7 +61,9 @@ const std::vector<Tensor>& CollectModel::run(const Tensor& observations, bool ev
   // Converted on the host first: float32 is what crosses to the device (once).
   std::vector<Tensor> inputs{observations.to(DType::float32).to(device_)};
   for (const Tensor& t : more) inputs.push_back(t.to(device_));
-  for (const Tensor& t : state_.leaves()) inputs.push_back(t);
+  if (state_owned_) inputs.insert(inputs.end(), owned_leaves_.begin(), owned_leaves_.end());
+  else
+    for (const Tensor& t : state_.leaves()) inputs.push_back(t);
   evaluating_ = evaluating;
   n_more_ = more.size();
   // A plan reads the trainer's weight storages and bakes in the mode and the sampler.
@@ -70,11 +72,29 @@ const std::vector<Tensor>& CollectModel::run(const Tensor& observations, bool ev
                 {trainer_.weights_generation(), evaluating ? 1u : 0u, reinterpret_cast<uintptr_t>(sampler_),
                  std::bit_cast<uint64_t>(temperature_), state_only_ ? 1u : 0u});
   const size_t n_results = state_only_ ? 0 : n_outputs_ + (sampler_ != nullptr ? 1 : 0);
-  // A model without collected statistics returns no state leaves: its (empty) state stays as it is, rather
-  // than being rebuilt every step (same results; the rebuild was about 1% of a Pendulum run's instructions).
-  if (!evaluating && out.size() > n_results)
-    state_ = new_state_structure_.with_leaves(std::span<const Tensor>(out).subspan(n_results));
+  // A model without collected statistics returns no state leaves: its (empty) state stays as it is.
+  if (!evaluating && out.size() > n_results) keep_state(std::span<const Tensor>(out).subspan(n_results));
   return out;
+}
+
+void CollectModel::keep_state(std::span<const Tensor> leaves) {
+  // The returned tensors are the plan's output buffers, which the next call of any of this
+  // function's plans may overwrite (tensor/compile.h): an evaluation step's plan shares them.
+  // So the statistics are copied into tensors this object owns: in place once it has them (no
+  // allocation, and the tree stays as it is), else as new copies.
+  bool in_place = state_owned_ && owned_leaves_.size() == leaves.size();
+  for (size_t i = 0; in_place && i < leaves.size(); ++i)
+    in_place = owned_leaves_[i].shape() == leaves[i].shape() && owned_leaves_[i].dtype() == leaves[i].dtype() &&
+               owned_leaves_[i].device() == leaves[i].device();
+  if (in_place) {
+    for (size_t i = 0; i < leaves.size(); ++i) owned_leaves_[i].copy_(leaves[i]);
+    return;
+  }
+  std::vector<Tensor> copies;
+  for (const Tensor& t : leaves) copies.push_back(t.clone());
+  state_ = new_state_structure_.with_leaves(copies);
+  owned_leaves_ = std::move(copies);
+  state_owned_ = true;
 }
 
 Stack CollectModel::act(const Tensor& observations, bool evaluating, const Stack& more) {

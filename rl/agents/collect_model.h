@@ -10,6 +10,7 @@
 #pragma once
 
 #include <map>
+#include <span>
 #include <string>
 
 #include "../../io/checkpoint.h"
@@ -51,14 +52,23 @@ class CollectModel {
   const Tree& state() const { return state_; }
   Device device() const { return device_; }
   // Training starts from the collected statistics; the copy is refreshed after training.
-  void to_trainer(Trainer& trainer) const { trainer.set_state(state_); }
-  void from_trainer(const Trainer& trainer) { state_ = trainer.state(); }
+  void to_trainer(Trainer& trainer) const {
+    trainer.set_state(state_);
+    state_owned_ = false;  // shared with the trainer now: the next collection step copies it
+  }
+  void from_trainer(const Trainer& trainer) {
+    state_ = trainer.state();
+    state_owned_ = false;
+  }
 
   void export_state(std::map<std::string, Tensor>& tensors) const;
   // Checks every tensor's shape and dtype before changing anything; ctrax::Error naming the
   // checkpoint, the path and both shapes otherwise.
   Tree checked_import(const io::Checkpoint& checkpoint) const;
-  void set_state(Tree state) { state_ = std::move(state); }
+  void set_state(Tree state) {
+    state_ = std::move(state);
+    state_owned_ = false;
+  }
 
  private:
   std::string tensor_name(const std::string& path) const;
@@ -66,12 +76,18 @@ class CollectModel {
   // the new state's leaves.
   std::vector<Tensor> forward(const std::vector<Tensor>& inputs, Key key);
   const std::vector<Tensor>& run(const Tensor& observations, bool evaluating, const Stack& more, Key key);
+  // Makes `leaves` (a collection step's new state, in the plan's output buffers) the state.
+  void keep_state(std::span<const Tensor> leaves);
 
   const Trainer& trainer_;
   std::string checkpoint_name_;
   std::string who_;
   Device device_;
   Tree state_;
+  // state_'s leaves when this object made them (keep_state) and nobody else holds them: a
+  // collection step then copies the new statistics into them instead of rebuilding the tree.
+  std::vector<Tensor> owned_leaves_;
+  mutable bool state_owned_ = false;
   CompiledFunction compiled_;  // runs forward
   bool evaluating_ = false;    // read by forward (part of the plan's guard)
   // The sampling forward runs after outputs: read by forward, part of the plan's guard.

@@ -48,7 +48,8 @@ void check_collection_plan(const Distribution& distribution, bool normalize = fa
       const AllocationStats before = allocation_stats();
       const auto [actions, inputs] = compiled.act_and_sample(observations, false, distribution, key, temperature);
       const int64_t allocated = allocation_stats().storages_allocated - before.storages_allocated;
-      if (step > 0 && !normalize) CHECK(allocated == 2);  // the two copies it returns
+      // The two copies it returns; a Normalize's statistics are copied into the state's own tensors.
+      if (step > 0) CHECK(allocated == 2);
       const Tensor want_inputs = eager.act(observations, false)[0];
       CHECK(bitwise_equal(inputs, want_inputs));
       // The collected statistics (a Normalize's) move the same way in the plan.
@@ -97,4 +98,30 @@ TEST_CASE("CollectModel: update_state moves the statistics as act() does, compil
     CHECK(updating.act(normal(Key(20), {4, 3}), true)[0].shape() == Shape{4, distribution.n_inputs()});
     if (compile) CHECK(updating.compile_stats().replays >= 4);
   }
+}
+
+TEST_CASE("CollectModel: evaluation steps between collection steps leave the collected statistics as eager's") {
+  // The plans of one compiled function share their buffers; the statistics a collection step
+  // returns must survive the evaluation plan's run (it reads them but keeps its own temporaries).
+  const Gaussian distribution(Shape{2}, 1.0, LearnStd::separate);
+  const auto compiled_trainer = policy_trainer(distribution, true, /*normalize=*/true);
+  const auto eager_trainer = policy_trainer(distribution, false, /*normalize=*/true);
+  CollectModel compiled(*compiled_trainer, "policy_collect_state", "test");
+  CollectModel eager(*eager_trainer, "policy_collect_state", "test");
+  for (uint64_t step = 0; step < 6; ++step) {
+    const Tensor observations = normal(fold_in(Key(29), step), {4, 3});
+    const Key key = fold_in(Key(31), step);
+    const bool evaluating = step % 2 == 1;
+    for (const Tensor& batch : {observations, observations.slice(0, 0, 2) * 3.0}) {
+      INFO("step " << step << ", rows " << batch.size(0));
+      const auto [actions, inputs] = compiled.act_and_sample(batch, evaluating, distribution, key, 1.0);
+      const Tensor want_inputs = eager.act(batch, evaluating)[0];
+      CHECK(bitwise_equal(inputs, want_inputs));
+      CHECK(bitwise_equal(actions, distribution.sample(want_inputs, key, 1.0)));
+      const std::vector<Tensor> got_state = compiled.state().leaves(), want_state = eager.state().leaves();
+      REQUIRE(got_state.size() == want_state.size());
+      for (size_t i = 0; i < got_state.size(); ++i) CHECK(bitwise_equal(got_state[i], want_state[i]));
+    }
+  }
+  CHECK(compiled.compile_stats().replays >= 6);
 }
