@@ -193,11 +193,18 @@ int64_t Gaussian::n_inputs() const {
   return d;
 }
 
+namespace {
+// The mean: the first event-size inputs, as [lead..., event...].
+Tensor mean_of(const Tensor& inputs, const Shape& lead, const Shape& event) {
+  return inputs.slice(-1, 0, event.numel()).reshape(concat_shapes(lead, event));
+}
+}  // namespace
+
 std::pair<Tensor, Tensor> Gaussian::mean_and_std(const Tensor& inputs) const {
   const Shape lead = check_inputs(*this, inputs, "mean_and_std");
   const int64_t d = shape_.numel();
   const Shape full_shape = concat_shapes(lead, shape_);
-  Tensor mean = inputs.slice(-1, 0, d).reshape(full_shape);
+  Tensor mean = mean_of(inputs, lead, shape_);
   Tensor stdev;
   switch (learn_std_) {
     case LearnStd::none:
@@ -219,11 +226,12 @@ std::pair<Tensor, Tensor> Gaussian::mean_and_std(const Tensor& inputs) const {
 }
 
 Tensor Gaussian::sample(const Tensor& inputs, Key key, double temperature) const {
-  check_inputs(*this, inputs, "sample");
+  const Shape lead = check_inputs(*this, inputs, "sample");
   check_temperature(*this, temperature);
   NoGradScope no_grad;  // an action is a constant to every tape
+  // Greedy: the mean, without the standard deviation (a learned one costs a softplus every step).
+  if (temperature == 0.0) return fresh_copy(mean_of(inputs, lead, shape_), sample_dtype());
   const auto [mean, stdev] = mean_and_std(inputs);
-  if (temperature == 0.0) return fresh_copy(mean, sample_dtype());
   // x = mean + T sigma z with z ~ N(0, 1): N(mean, (T sigma)^2).
   // Drawn on the CPU (the same numbers wherever the inputs live), then moved to them.
   const Tensor z = normal(key, mean.shape(), mean.dtype()).to(mean.device());
