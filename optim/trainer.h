@@ -121,6 +121,9 @@ class Trainer {
   void import_state(const io::Checkpoint& checkpoint, const std::string& prefix);
 
   int64_t step() const { return step_; }
+  // The weights and the state are updated in place by later steps (the state once a step has
+  // produced it: a BatchNorm's statistics), so a tree held across steps shows the current values;
+  // clone() what must stay as it was.
   const Tree& weights() const { return weights_; }
   const Tree& state() const { return state_; }
   const Tree& slots() const { return slots_; }
@@ -152,6 +155,9 @@ class Trainer {
   void set_state(Tree state);
 
  private:
+  // Makes `leaves` (a step's new state, in the plan's output buffers) the state: copied into
+  // owned_state_ (the plan's next call, with any signature, may rewrite those buffers).
+  void keep_state(std::span<const Tensor> leaves);
   struct Split;  // a batch cut into inputs, targets and weights
   Split split_batch(const Batch& batch, const char* stream, int64_t index) const;
   Stack loss_inputs(const Stack& outputs, const Split& split, const Layer& loss_or_metric) const;
@@ -183,6 +189,11 @@ class Trainer {
   TrainerOptions options_;
   Tree weights_;
   Tree state_;
+  // state_'s leaves once a step has made them (keep_state): later steps copy into them in place.
+  // Not set while state_ holds tensors someone else gave (the model's initial state, set_state,
+  // a checkpoint).
+  std::vector<Tensor> owned_state_;
+  bool state_owned_ = false;
   Tree slots_;
   Key rng_;
   int64_t step_ = 0;

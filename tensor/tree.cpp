@@ -203,6 +203,16 @@ Tree tree_map(const std::function<Tensor(const Tensor&, const Tensor&)>& f, cons
   return a.with_leaves(la);
 }
 
+bool copy_leaves_into(std::vector<Tensor>& into, std::span<const Tensor> leaves) {
+  if (into.size() != leaves.size()) return false;
+  for (size_t i = 0; i < leaves.size(); ++i)
+    if (into[i].shape() != leaves[i].shape() || into[i].dtype() != leaves[i].dtype() ||
+        into[i].device() != leaves[i].device())
+      return false;
+  for (size_t i = 0; i < leaves.size(); ++i) into[i].copy_(leaves[i]);
+  return true;
+}
+
 std::ostream& operator<<(std::ostream& out, const Tree& tree) {
   print(out, tree);
   return out;

@@ -86,4 +86,10 @@ void require_same_structure(const Tree& a, const Tree& b, const char* what);
 
 std::ostream& operator<<(std::ostream& out, const Tree& tree);
 
+// Copies leaves[i] into into[i] for every i and returns true when the lists have the same length
+// and each pair the same shape, dtype and device; else copies nothing and returns false. For a
+// holder that keeps values in tensors of its own, updated in place, rather than in the buffers
+// another function returns (a compiled function's outputs are rewritten by its next call).
+bool copy_leaves_into(std::vector<Tensor>& into, std::span<const Tensor> leaves);
+
 }  // namespace ctrax

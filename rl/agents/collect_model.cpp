@@ -82,14 +82,7 @@ void CollectModel::keep_state(std::span<const Tensor> leaves) {
   // function's plans may overwrite (tensor/compile.h): an evaluation step's plan shares them.
   // So the statistics are copied into tensors this object owns: in place once it has them (no
   // allocation, and the tree stays as it is), else as new copies.
-  bool in_place = state_owned_ && owned_leaves_.size() == leaves.size();
-  for (size_t i = 0; in_place && i < leaves.size(); ++i)
-    in_place = owned_leaves_[i].shape() == leaves[i].shape() && owned_leaves_[i].dtype() == leaves[i].dtype() &&
-               owned_leaves_[i].device() == leaves[i].device();
-  if (in_place) {
-    for (size_t i = 0; i < leaves.size(); ++i) owned_leaves_[i].copy_(leaves[i]);
-    return;
-  }
+  if (state_owned_ && copy_leaves_into(owned_leaves_, leaves)) return;
   std::vector<Tensor> copies;
   for (const Tensor& t : leaves) copies.push_back(t.clone());
   state_ = new_state_structure_.with_leaves(copies);

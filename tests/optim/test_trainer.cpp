@@ -605,3 +605,28 @@ TEST_CASE("Trainer compiled steps with alternating batch shapes thread the state
   CHECK(stats_c.recordings == 3);
   CHECK(stats_c.replays == 9);
 }
+
+TEST_CASE("Trainer state() held across steps of different plans shows the current statistics, and set_state's tensors stay the caller's") {
+  TrainerOptions o = classifier_options(class_stream(16));
+  o.model = Serial({Dense(16), BatchNorm(), Relu(), Dense(3)});
+  for (const bool compile : {true, false}) {
+    INFO("compile " << compile);
+    TrainerOptions c = o;
+    c.compile = compile;
+    Trainer t(c);
+    t.train_step(class_stream(16)(0));
+    for (int64_t i = 1; i < 10; ++i) {
+      const Tree held = t.state();
+      const std::vector<double> before = held.leaves()[0].to_vector<double>();
+      t.train_step(class_stream(i % 3 == 0 ? 16 : (i % 3 == 1 ? 9 : 5))(i));  // three plans share their buffers
+      CHECK(bitwise_equal(held, t.state()));  // updated in place: the current values
+      CHECK(held.leaves()[0].to_vector<double>() != before);
+    }
+    const Tree mine = t.state().map([](const Tensor& x) { return x.clone(); });
+    const Tree copy = mine.map([](const Tensor& x) { return x.clone(); });
+    t.set_state(mine);
+    t.train_step(class_stream(16)(20));
+    CHECK(bitwise_equal(mine, copy));  // the caller's tensors are not written
+    CHECK_FALSE(bitwise_equal(t.state(), copy));
+  }
+}
