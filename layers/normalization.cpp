@@ -235,16 +235,22 @@ class NormalizeLayer final : public Layer {
   Tree updated(const Tree& state, const Tensor& x) const {
     if (x.shape()[1] == 0) fail("input has no time steps; collect mode adds the last one to the statistics");
     NoGradScope no_grad;
-    const Tensor obs = stop_gradient(x).select(1, x.shape()[1] - 1).to(DType::float64);  // [batch, features...]
-    const Tensor mean_a = state["mean"].leaf().to(DType::float64);
-    const Tensor var_a = state["var"].leaf().to(DType::float64);
+    const Tensor obs = stop_gradient(x).select(1, x.shape()[1] - 1);  // [batch, features...]
+    const Tensor& mean = state["mean"].leaf();
+    const Tensor& var = state["var"].leaf();
     const Tensor& count = state["count"].leaf();
-    auto [new_count, new_mean, new_var] = x.device().is_cpu() ? update_in_one_kernel(count, mean_a, var_a, obs)
-                                                              : update_with_ops(count, mean_a, var_a, obs);
     Tree s = state;
-    s["mean"] = new_mean.to(state["mean"].leaf().dtype());
-    s["var"] = new_var.to(state["var"].leaf().dtype());
-    s["count"] = new_count;
+    if (x.device().is_cpu()) {
+      Moments m = update_in_one_kernel(count, mean, var, obs);
+      s["mean"] = std::move(m.mean);
+      s["var"] = std::move(m.var);
+      s["count"] = std::move(m.count);
+      return s;
+    }
+    Moments m = update_with_ops(count, mean.to(DType::float64), var.to(DType::float64), obs.to(DType::float64));
+    s["mean"] = m.mean.to(mean.dtype());
+    s["var"] = m.var.to(var.dtype());
+    s["count"] = std::move(m.count);
     return s;
   }
 
@@ -252,42 +258,52 @@ class NormalizeLayer final : public Layer {
     Tensor count, mean, var;
   };
 
-  // n_a, mean_a, var_a and the batch of new observations obs [batch, features...] (all float64 but the int64
-  // count) -> n, mean, var, as one kernel.
+  // n_a, mean_a, var_a (in the state's dtype) and the batch of new observations obs [batch, features...] (in
+  // the input's) -> n, mean, var in the state's dtype, as one kernel. The arithmetic is float64: the inputs are
+  // widened exactly and the results rounded once, as converting them before and after would (the kernel
+  // saves those five conversions, each a kernel of its own per collection step).
   Moments update_in_one_kernel(const Tensor& count, const Tensor& mean_a, const Tensor& var_a, const Tensor& obs) const {
     const Tensor c = count.contiguous(), m = mean_a.contiguous(), v = var_a.contiguous(), o = obs.contiguous();
+    CTRAX_CHECK(m.dtype() == v.dtype(), "Normalize: mean and var differ in dtype");
     const int64_t batch = o.shape()[0], features = m.numel();
-    Moments out{Tensor(Shape{}, DType::int64), Tensor(m.shape(), DType::float64), Tensor(v.shape(), DType::float64)};
+    Moments out{Tensor(Shape{}, DType::int64), Tensor(m.shape(), m.dtype()), Tensor(v.shape(), v.dtype())};
     const double limit = options_.sample_limit;
-    detail::KernelScope scope;
-    detail::run_kernel([batch, features, limit, c_in = static_cast<const int64_t*>(c.raw_data()),
-                        m_in = static_cast<const double*>(m.raw_data()), v_in = static_cast<const double*>(v.raw_data()),
-                        x = static_cast<const double*>(o.raw_data()), c_out = static_cast<int64_t*>(out.count.raw_data()),
-                        m_out = static_cast<double*>(out.mean.raw_data()), v_out = static_cast<double*>(out.var.raw_data())] {
-      const double na = static_cast<double>(*c_in);
-      const double room = std::isfinite(limit) ? std::ceil(limit - na) : static_cast<double>(batch);
-      const int64_t k = room <= 0.0 ? 0 : room >= static_cast<double>(batch) ? batch : static_cast<int64_t>(room);
-      *c_out = *c_in + k;
-      const double kb = static_cast<double>(k), n = na + kb;
-      for (int64_t j = 0; j < features; ++j) {
-        if (k == 0) {
-          m_out[j] = m_in[j];
-          v_out[j] = v_in[j];
-          continue;
-        }
-        double sum = 0.0;
-        for (int64_t i = 0; i < k; ++i) sum += x[i * features + j];
-        const double mean_b = sum / kb;
-        double squares = 0.0;
-        for (int64_t i = 0; i < k; ++i) {
-          const double d = x[i * features + j] - mean_b;
-          squares += d * d;
-        }
-        const double var_b = squares / kb;
-        const double delta = mean_b - m_in[j];
-        m_out[j] = m_in[j] + delta * (kb / n);
-        v_out[j] = ((v_in[j] * na + var_b * kb) + (delta * delta) * ((na * kb) / n)) / n;
-      }
+    dispatch_floating(m.dtype(), [&](auto state_tag) {
+      dispatch_floating(o.dtype(), [&](auto obs_tag) {
+        using S = decltype(state_tag);
+        using X = decltype(obs_tag);
+        detail::KernelScope scope;
+        detail::run_kernel([batch, features, limit, c_in = static_cast<const int64_t*>(c.raw_data()),
+                            m_in = static_cast<const S*>(m.raw_data()), v_in = static_cast<const S*>(v.raw_data()),
+                            x = static_cast<const X*>(o.raw_data()), c_out = static_cast<int64_t*>(out.count.raw_data()),
+                            m_out = static_cast<S*>(out.mean.raw_data()), v_out = static_cast<S*>(out.var.raw_data())] {
+          const double na = static_cast<double>(*c_in);
+          const double room = std::isfinite(limit) ? std::ceil(limit - na) : static_cast<double>(batch);
+          const int64_t k = room <= 0.0 ? 0 : room >= static_cast<double>(batch) ? batch : static_cast<int64_t>(room);
+          *c_out = *c_in + k;
+          const double kb = static_cast<double>(k), n = na + kb;
+          for (int64_t j = 0; j < features; ++j) {
+            if (k == 0) {
+              m_out[j] = m_in[j];
+              v_out[j] = v_in[j];
+              continue;
+            }
+            double sum = 0.0;
+            for (int64_t i = 0; i < k; ++i) sum += static_cast<double>(x[i * features + j]);
+            const double mean_b = sum / kb;
+            double squares = 0.0;
+            for (int64_t i = 0; i < k; ++i) {
+              const double d = static_cast<double>(x[i * features + j]) - mean_b;
+              squares += d * d;
+            }
+            const double var_b = squares / kb;
+            const double ma = static_cast<double>(m_in[j]), va = static_cast<double>(v_in[j]);
+            const double delta = mean_b - ma;
+            m_out[j] = static_cast<S>(ma + delta * (kb / n));
+            v_out[j] = static_cast<S>(((va * na + var_b * kb) + (delta * delta) * ((na * kb) / n)) / n);
+          }
+        });
+      });
     });
     return out;
   }

@@ -290,6 +290,30 @@ TEST_CASE("layers: Normalize accumulates the statistics of the last time steps o
   }
 }
 
+TEST_CASE("layers: Normalize with float32 statistics equals the float64 update rounded once, step by step") {
+  // The update reads float32 inputs and statistics, computes in float64 and rounds the new
+  // statistics once: the same bits as widening everything, updating in float64 and rounding.
+  LayerPtr norm = Normalize({10, 1e-5, 5.0});  // sample_limit 10: the third batch is cut
+  const Tensor first = test::random_tensor(Shape{4, 2, 3}, DType::float32, 71, -3.0, 5.0);
+  auto [w, s32] = norm->init({ShapeDtype::of(first)});
+  CHECK(s32["mean"].leaf().dtype() == DType::float32);
+  for (int step = 0; step < 4; ++step) {
+    INFO("step " << step);
+    const Tensor x32 = step == 0 ? first : test::random_tensor(Shape{4, 2, 3}, DType::float32, 72 + step, -3.0, 5.0);
+    Tree s64 = s32;
+    s64["mean"].leaf() = s32["mean"].leaf().to(DType::float64);
+    s64["var"].leaf() = s32["var"].leaf().to(DType::float64);
+    const LayerResult r32 = norm->apply({x32}, w, s32, Key(), Mode::collect);
+    const LayerResult r64 = norm->apply({x32.to(DType::float64)}, w, s64, Key(), Mode::collect);
+    CHECK(r32.state["count"].leaf().item<int64_t>() == r64.state["count"].leaf().item<int64_t>());
+    CHECK(r32.state["mean"].leaf().dtype() == DType::float32);
+    CHECK(r32.state["mean"].leaf().to_vector<float>() == r64.state["mean"].leaf().to(DType::float32).to_vector<float>());
+    CHECK(r32.state["var"].leaf().to_vector<float>() == r64.state["var"].leaf().to(DType::float32).to_vector<float>());
+    s32 = r32.state;
+  }
+  CHECK(s32["count"].leaf().item<int64_t>() == 10);
+}
+
 TEST_CASE("layers: Normalize stops counting at sample_limit and clips the normalised value") {
   LayerPtr norm = Normalize({5, 1e-5, 2.0});
   const Tensor x = test::random_tensor(Shape{3, 1, 2}, DType::float64, 51);
