@@ -11,6 +11,7 @@
 #include "../base/error.h"
 #include "../tensor/ops.h"
 #include "../tensor/plan.h"
+#include "../tensor/trace.h"
 
 namespace ctrax {
 
@@ -197,6 +198,10 @@ class NormalizeLayer final : public Layer {
     if (mode == Mode::collect) new_state = updated(state, x);
     const Tensor& m = new_state["mean"].leaf();
     const Tensor& v = new_state["var"].leaf();
+    // On the CPU, for an input no tape follows (the observations in front of a model), one kernel;
+    // else tensor ops (differentiable, any device, mixed dtypes). The same bits either way.
+    if (x.device().is_cpu() && !detail::is_traced(x) && x.dtype() == m.dtype() && v.dtype() == m.dtype())
+      return {{normalized_in_one_kernel(x, m, v)}, new_state};
     // As Trax: epsilon added to the standard deviation, not to the variance.
     Tensor y = div(sub(x, m), add(sqrt(v), options_.epsilon));
     if (std::isfinite(options_.clip)) y = clip(y, -options_.clip, options_.clip);
@@ -303,6 +308,35 @@ class NormalizeLayer final : public Layer {
             v_out[j] = static_cast<S>(((va * na + var_b * kb) + (delta * delta) * ((na * kb) / n)) / n);
           }
         });
+      });
+    });
+    return out;
+  }
+
+  // clip((x - mean) / (sqrt(var) + epsilon)) over x [batch, time, features...] with the statistics
+  // [features...], all of one dtype: the float operations of the tensor-op form, in its order and
+  // dtype (epsilon and the clip bounds converted to it as weak scalars are), so the same bits in
+  // one pass instead of five kernels.
+  Tensor normalized_in_one_kernel(const Tensor& x, const Tensor& mean, const Tensor& var) const {
+    const Tensor xc = x.contiguous(), m = mean.contiguous(), v = var.contiguous();
+    const int64_t features = m.numel(), rows = features == 0 ? 0 : xc.numel() / features;
+    Tensor out(xc.shape(), xc.dtype());
+    dispatch_floating(xc.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const bool clips = std::isfinite(options_.clip);
+      const T eps = static_cast<T>(options_.epsilon), lo = static_cast<T>(-options_.clip),
+              hi = static_cast<T>(options_.clip);
+      detail::KernelScope scope;
+      detail::run_kernel([rows, features, clips, eps, lo, hi, in = static_cast<const T*>(xc.raw_data()),
+                          m_in = static_cast<const T*>(m.raw_data()), v_in = static_cast<const T*>(v.raw_data()),
+                          o = static_cast<T*>(out.raw_data())] {
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < features; ++j) {
+            const T sd = std::sqrt(v_in[j]) + eps;
+            T y = (in[r * features + j] - m_in[j]) / sd;
+            if (clips) y = y < lo ? lo : (y > hi ? hi : y);
+            o[r * features + j] = y;
+          }
       });
     });
     return out;

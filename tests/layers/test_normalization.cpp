@@ -3,9 +3,11 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include <ctrax/autograd/gradcheck.h>
+#include <ctrax/autograd/tape.h>
 #include <ctrax/layers/normalization.h>
 #include <ctrax/tensor/compile.h>
 #include <ctrax/tensor/ops.h>
@@ -312,6 +314,38 @@ TEST_CASE("layers: Normalize with float32 statistics equals the float64 update r
     s32 = r32.state;
   }
   CHECK(s32["count"].leaf().item<int64_t>() == 10);
+}
+
+TEST_CASE("layers: Normalize's one-kernel CPU forward equals its tensor-op form bit for bit") {
+  // An input a tape follows takes the tensor ops (they are differentiable); any other CPU input of
+  // the statistics' dtype the one kernel. Both, in every mode, float32 and float64, clipped or not,
+  // and with infinite inputs against finite statistics.
+  for (const DType dtype : {DType::float32, DType::float64}) {
+    for (const double clip_at : {std::numeric_limits<double>::infinity(), 1.5}) {
+      INFO(dtype_name(dtype) << ", clip " << clip_at);
+      LayerPtr norm = Normalize({std::numeric_limits<double>::infinity(), 1e-5, clip_at});
+      const Tensor x = test::random_tensor(Shape{5, 2, 3}, dtype, 81, -4.0, 6.0);
+      const Tensor with_inf =
+          where(gt(x, full(x.shape(), 5.0, dtype)), full(x.shape(), std::numeric_limits<double>::infinity(), dtype), x);
+      auto [w, s] = norm->init({ShapeDtype::of(x)});
+      s = norm->apply({test::random_tensor(Shape{7, 1, 3}, dtype, 82, -2.0, 9.0)}, w, s, Key(), Mode::collect).state;
+      for (const Mode mode : {Mode::train, Mode::eval, Mode::collect}) {
+        for (const Tensor& input : {x, with_inf}) {
+          INFO("mode " << mode_name(mode));
+          const LayerResult fused = norm->apply({input}, w, s, Key(), mode);
+          GradientTape tape;
+          const LayerResult ops = norm->apply({tape.watch(input)}, w, s, Key(), mode);
+          CHECK(ops.outputs[0].trace_tape() != 0);  // the op path ran
+          CHECK(fused.outputs[0].trace_tape() == 0);
+          CHECK(test::bitwise_equal(fused.outputs[0], ops.outputs[0]));
+          CHECK(test::bitwise_equal(fused.state["mean"].leaf(), ops.state["mean"].leaf()));
+        }
+      }
+      // Finite statistics, so the comparison is of numbers (and clipped ones), not NaNs.
+      const LayerResult r = norm->apply({x}, w, s, Key(), Mode::eval);
+      CHECK(bool(all(isfinite(r.outputs[0])).item<uint8_t>()));
+    }
+  }
 }
 
 TEST_CASE("layers: Normalize stops counting at sample_limit and clips the normalised value") {
