@@ -400,7 +400,11 @@ Metrics Trainer::train_step(const Batch& batch, bool with_metrics) {
     if (options_.communicator && options_.communicator->size() > 1) gradients = averaged_over_ranks(gradients);
     stats = options_.optimizer->update(step_, learning_rate, gradients, weights_, slots_);
   }
-  keep_state(results.subspan(1 + n_grads + n_model_outputs_, n_state));
+  // The plan's next call, with any signature, may rewrite its output buffers: the state is kept
+  // in tensors of the Trainer's own (in place after the first step).
+  if (keep_owned_leaves(state_, owned_state_, new_state_structure_,
+                        results.subspan(1 + n_grads + n_model_outputs_, n_state)))
+    options_.model->set_state(state_);
   rng_ = next_rng;
   ++step_;
 
@@ -504,17 +508,7 @@ void Trainer::set_weights(Tree weights) {
 void Trainer::set_state(Tree state) {
   require_same_tree(state_, state, "Trainer::set_state", "state");
   state_ = std::move(state);
-  state_owned_ = false;  // the caller's tensors: never written in place
-  options_.model->set_state(state_);
-}
-
-void Trainer::keep_state(std::span<const Tensor> leaves) {
-  if (state_owned_ && copy_leaves_into(owned_state_, leaves)) return;
-  std::vector<Tensor> copies;
-  for (const Tensor& t : leaves) copies.push_back(t.clone());
-  state_ = new_state_structure_.with_leaves(copies);
-  owned_state_ = std::move(copies);
-  state_owned_ = true;
+  owned_state_.clear();  // the caller's tensors: never written in place
   options_.model->set_state(state_);
 }
 
@@ -547,7 +541,7 @@ void Trainer::import_state(const io::Checkpoint& c, const std::string& prefix) {
       tree_from_checkpoint(c, prefix + "slots", slots_, std::string(options_.optimizer->name()).append(" slots").c_str());
   weights_ = std::move(weights);
   state_ = std::move(state);
-  state_owned_ = false;
+  owned_state_.clear();
   slots_ = std::move(slots);
   ++weights_generation_;
   rng_ = Key(static_cast<uint32_t>(rng_0), static_cast<uint32_t>(rng_1));

@@ -155,9 +155,6 @@ class Trainer {
   void set_state(Tree state);
 
  private:
-  // Makes `leaves` (a step's new state, in the plan's output buffers) the state: copied into
-  // owned_state_ (the plan's next call, with any signature, may rewrite those buffers).
-  void keep_state(std::span<const Tensor> leaves);
   struct Split;  // a batch cut into inputs, targets and weights
   Split split_batch(const Batch& batch, const char* stream, int64_t index) const;
   Stack loss_inputs(const Stack& outputs, const Split& split, const Layer& loss_or_metric) const;
@@ -189,11 +186,10 @@ class Trainer {
   TrainerOptions options_;
   Tree weights_;
   Tree state_;
-  // state_'s leaves once a step has made them (keep_state): later steps copy into them in place.
-  // Not set while state_ holds tensors someone else gave (the model's initial state, set_state,
-  // a checkpoint).
+  // state_'s leaves once a step has made them (keep_owned_leaves): later steps copy into them in
+  // place. Empty while state_ holds tensors someone else gave (the model's initial state,
+  // set_state, a checkpoint).
   std::vector<Tensor> owned_state_;
-  bool state_owned_ = false;
   Tree slots_;
   Key rng_;
   int64_t step_ = 0;

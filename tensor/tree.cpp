@@ -203,13 +203,20 @@ Tree tree_map(const std::function<Tensor(const Tensor&, const Tensor&)>& f, cons
   return a.with_leaves(la);
 }
 
-bool copy_leaves_into(std::vector<Tensor>& into, std::span<const Tensor> leaves) {
-  if (into.size() != leaves.size()) return false;
-  for (size_t i = 0; i < leaves.size(); ++i)
-    if (into[i].shape() != leaves[i].shape() || into[i].dtype() != leaves[i].dtype() ||
-        into[i].device() != leaves[i].device())
-      return false;
-  for (size_t i = 0; i < leaves.size(); ++i) into[i].copy_(leaves[i]);
+bool keep_owned_leaves(Tree& tree, std::vector<Tensor>& owned, const Tree& structure, std::span<const Tensor> leaves) {
+  bool in_place = owned.size() == leaves.size();
+  for (size_t i = 0; in_place && i < leaves.size(); ++i)
+    in_place = owned[i].shape() == leaves[i].shape() && owned[i].dtype() == leaves[i].dtype() &&
+               owned[i].device() == leaves[i].device();
+  if (in_place) {
+    for (size_t i = 0; i < leaves.size(); ++i) owned[i].copy_(leaves[i]);
+    return false;
+  }
+  std::vector<Tensor> copies;
+  copies.reserve(leaves.size());
+  for (const Tensor& t : leaves) copies.push_back(t.clone());
+  tree = structure.with_leaves(copies);
+  owned = std::move(copies);
   return true;
 }
 

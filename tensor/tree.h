@@ -86,10 +86,13 @@ void require_same_structure(const Tree& a, const Tree& b, const char* what);
 
 std::ostream& operator<<(std::ostream& out, const Tree& tree);
 
-// Copies leaves[i] into into[i] for every i and returns true when the lists have the same length
-// and each pair the same shape, dtype and device; else copies nothing and returns false. For a
-// holder that keeps values in tensors of its own, updated in place, rather than in the buffers
-// another function returns (a compiled function's outputs are rewritten by its next call).
-bool copy_leaves_into(std::vector<Tensor>& into, std::span<const Tensor> leaves);
+// Makes `tree` hold the values of `leaves` (in the leaf order of `structure`) in tensors its
+// holder owns, listed in `owned`: copied into them in place when `owned` matches (the same count,
+// each the same shape, dtype and device), else into fresh copies that `tree` and `owned` then
+// hold. An empty `owned` means the holder owns none: clear it when the tree's tensors go to
+// someone else, or come from someone. Returns true when the tree was rebuilt. For state that a
+// compiled function returns in its output buffers, which its next call rewrites
+// (tensor/compile.h): the holder keeps the values, with no allocation in steady state.
+bool keep_owned_leaves(Tree& tree, std::vector<Tensor>& owned, const Tree& structure, std::span<const Tensor> leaves);
 
 }  // namespace ctrax

@@ -61,7 +61,7 @@ const std::vector<Tensor>& CollectModel::run(const Tensor& observations, bool ev
   // Converted on the host first: float32 is what crosses to the device (once).
   std::vector<Tensor> inputs{observations.to(DType::float32).to(device_)};
   for (const Tensor& t : more) inputs.push_back(t.to(device_));
-  if (state_owned_) inputs.insert(inputs.end(), owned_leaves_.begin(), owned_leaves_.end());
+  if (!owned_leaves_.empty()) inputs.insert(inputs.end(), owned_leaves_.begin(), owned_leaves_.end());
   else
     for (const Tensor& t : state_.leaves()) inputs.push_back(t);
   evaluating_ = evaluating;
@@ -73,21 +73,12 @@ const std::vector<Tensor>& CollectModel::run(const Tensor& observations, bool ev
                  std::bit_cast<uint64_t>(temperature_), state_only_ ? 1u : 0u});
   const size_t n_results = state_only_ ? 0 : n_outputs_ + (sampler_ != nullptr ? 1 : 0);
   // A model without collected statistics returns no state leaves: its (empty) state stays as it is.
-  if (!evaluating && out.size() > n_results) keep_state(std::span<const Tensor>(out).subspan(n_results));
+  // The new statistics are in the plan's output buffers, which the next call of any of this
+  // function's plans may overwrite (an evaluation step's plan shares them): they are kept in
+  // tensors of this object's own, in place after the first step.
+  if (!evaluating && out.size() > n_results)
+    keep_owned_leaves(state_, owned_leaves_, new_state_structure_, std::span<const Tensor>(out).subspan(n_results));
   return out;
-}
-
-void CollectModel::keep_state(std::span<const Tensor> leaves) {
-  // The returned tensors are the plan's output buffers, which the next call of any of this
-  // function's plans may overwrite (tensor/compile.h): an evaluation step's plan shares them.
-  // So the statistics are copied into tensors this object owns: in place once it has them (no
-  // allocation, and the tree stays as it is), else as new copies.
-  if (state_owned_ && copy_leaves_into(owned_leaves_, leaves)) return;
-  std::vector<Tensor> copies;
-  for (const Tensor& t : leaves) copies.push_back(t.clone());
-  state_ = new_state_structure_.with_leaves(copies);
-  owned_leaves_ = std::move(copies);
-  state_owned_ = true;
 }
 
 Stack CollectModel::act(const Tensor& observations, bool evaluating, const Stack& more) {

@@ -10,7 +10,6 @@
 #pragma once
 
 #include <map>
-#include <span>
 #include <string>
 
 #include "../../io/checkpoint.h"
@@ -54,11 +53,11 @@ class CollectModel {
   // Training starts from the collected statistics; the copy is refreshed after training.
   void to_trainer(Trainer& trainer) const {
     trainer.set_state(state_);
-    state_owned_ = false;  // shared with the trainer now: the next collection step copies it
+    owned_leaves_.clear();  // shared with the trainer now: the next collection step copies it
   }
   void from_trainer(const Trainer& trainer) {
     state_ = trainer.state();
-    state_owned_ = false;
+    owned_leaves_.clear();
   }
 
   void export_state(std::map<std::string, Tensor>& tensors) const;
@@ -67,7 +66,7 @@ class CollectModel {
   Tree checked_import(const io::Checkpoint& checkpoint) const;
   void set_state(Tree state) {
     state_ = std::move(state);
-    state_owned_ = false;
+    owned_leaves_.clear();
   }
 
  private:
@@ -76,18 +75,15 @@ class CollectModel {
   // the new state's leaves.
   std::vector<Tensor> forward(const std::vector<Tensor>& inputs, Key key);
   const std::vector<Tensor>& run(const Tensor& observations, bool evaluating, const Stack& more, Key key);
-  // Makes `leaves` (a collection step's new state, in the plan's output buffers) the state.
-  void keep_state(std::span<const Tensor> leaves);
 
   const Trainer& trainer_;
   std::string checkpoint_name_;
   std::string who_;
   Device device_;
   Tree state_;
-  // state_'s leaves when this object made them (keep_state) and nobody else holds them: a
+  // state_'s leaves when this object made them (keep_owned_leaves) and nobody else holds them: a
   // collection step then copies the new statistics into them instead of rebuilding the tree.
-  std::vector<Tensor> owned_leaves_;
-  mutable bool state_owned_ = false;
+  mutable std::vector<Tensor> owned_leaves_;
   CompiledFunction compiled_;  // runs forward
   bool evaluating_ = false;    // read by forward (part of the plan's guard)
   // The sampling forward runs after outputs: read by forward, part of the plan's guard.
