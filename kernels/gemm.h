@@ -39,6 +39,25 @@ void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
 void dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
            int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
 
+// A GEMM epilogue: what is done to each element of C after the product, in this order, each step
+// rounded as the separate op rounds it, so a fused call gives exactly the bits of the GEMM
+// followed by those ops (an add, then relu):
+//   bias: C(i, j) = C(i, j) + bias[j]           (n values, the same row added to every row of C)
+//   relu: C(i, j) = C(i, j) <= 0 ? +0 : C(i, j)  (NaN stays NaN)
+// Applied while the tile is still in registers, so C is written once. What it is for: a compiled
+// plan fuses a Dense layer's matmul, bias add and relu into one kernel (tensor/plan_fusion.h).
+template <typename T>
+struct GemmEpilogue {
+  const T* bias = nullptr;  // null: no bias
+  bool relu = false;
+};
+
+// C = op(A) * op(B) with the epilogue (alpha = 1, beta = 0: C is written without being read).
+void sgemm_fused(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                 const float* b, int64_t ldb, float* c, int64_t ldc, const GemmEpilogue<float>& epilogue);
+void dgemm_fused(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
+                 const double* b, int64_t ldb, double* c, int64_t ldc, const GemmEpilogue<double>& epilogue);
+
 // Floating-point operations (2 m n k per call) of every CPU sgemm and dgemm call of this process
 // so far, on either backend: for throughput figures (`ctrax train` prints it).
 uint64_t gemm_flop_count();

@@ -62,7 +62,7 @@ struct Problem {
 // One thread's share: the whole loop nest of driver.h on an m x n block of C.
 template <typename T>
 void blocked_gemm(const KernelSpec<T>& spec, const Problem& p, T alpha, const T* a, const T* b, T beta,
-                  T* c) {
+                  T* c, const GemmEpilogue<T>& epilogue) {
   const int64_t mr = spec.mr, nr = spec.nr;
   // In place: op(B) = B rows are unit stride in j; op(A) = A^T rows are unit stride in i.
   // A single row (column) of tiles reads each B (A) panel exactly once, so packing it would
@@ -89,6 +89,9 @@ void blocked_gemm(const KernelSpec<T>& spec, const Problem& p, T alpha, const T*
       const int64_t kc = std::min(spec.kc, p.k - pc);
       tile.k = kc;
       tile.beta = pc == 0 ? beta : T(1);
+      // The epilogue once C holds the whole sum: on the last k block.
+      const bool last_block = pc + kc >= p.k;
+      tile.relu = last_block && epilogue.relu;
 
       // B block: panel jr starts at b_block + jr * b_panel_step.
       const T* b_block;
@@ -129,6 +132,7 @@ void blocked_gemm(const KernelSpec<T>& spec, const Problem& p, T alpha, const T*
         for (int64_t jr = 0; jr < nc; jr += nr) {
           tile.b = b_block + jr * b_panel_step;
           tile.n = static_cast<int>(std::min(nr, nc - jr));
+          tile.bias = last_block && epilogue.bias != nullptr ? epilogue.bias + jc + jr : nullptr;
           T* c_col = c + ic * p.ldc + jc + jr;
           for (int64_t ir = 0; ir < mc; ir += mr) {
             tile.a = a_block + ir * a_panel_step;
@@ -145,10 +149,11 @@ void blocked_gemm(const KernelSpec<T>& spec, const Problem& p, T alpha, const T*
 // blocked_gemm on the whole problem, split over threads when it is big enough. Ranges are
 // whole tiles, so the tile grid (and with it every rounding) is that of the one-thread run.
 template <typename T>
-void threaded_gemm(const KernelSpec<T>& spec, const Problem& p, T alpha, const T* a, const T* b, T beta, T* c) {
+void threaded_gemm(const KernelSpec<T>& spec, const Problem& p, T alpha, const T* a, const T* b, T beta, T* c,
+                   const GemmEpilogue<T>& epilogue) {
   const bool parallel = p.m * p.n * p.k >= kMinParallelFmas && !in_parallel_region() && num_threads() > 1;
   if (!parallel) {
-    blocked_gemm(spec, p, alpha, a, b, beta, c);
+    blocked_gemm(spec, p, alpha, a, b, beta, c, epilogue);
     return;
   }
 
@@ -161,7 +166,9 @@ void threaded_gemm(const KernelSpec<T>& spec, const Problem& p, T alpha, const T
       Problem part = p;
       part.n = j1 - j0;
       const T* b_part = p.trans_b ? b + j0 * p.ldb : b + j0;
-      blocked_gemm(spec, part, alpha, a, b_part, beta, c + j0);
+      GemmEpilogue<T> part_epilogue = epilogue;
+      if (epilogue.bias != nullptr) part_epilogue.bias = epilogue.bias + j0;
+      blocked_gemm(spec, part, alpha, a, b_part, beta, c + j0, part_epilogue);
     });
   } else {
     parallel_for(row_tiles, 1, [&](int64_t t0, int64_t t1) {
@@ -169,7 +176,7 @@ void threaded_gemm(const KernelSpec<T>& spec, const Problem& p, T alpha, const T
       Problem part = p;
       part.m = i1 - i0;
       const T* a_part = p.trans_a ? a + i0 : a + i0 * p.lda;
-      blocked_gemm(spec, part, alpha, a_part, b, beta, c + i0 * p.ldc);
+      blocked_gemm(spec, part, alpha, a_part, b, beta, c + i0 * p.ldc, epilogue);
     });
   }
 }
@@ -225,24 +232,29 @@ void narrow_gemm(const KernelSpec<T>& spec, const Problem& p, T alpha, const T* 
 
 template <typename T>
 void native_gemm(const KernelSpec<T>& spec, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                 T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+                 T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc,
+                 const GemmEpilogue<T>& epilogue) {
   if (m == 0 || n == 0) return;
+  const bool has_epilogue = epilogue.bias != nullptr || epilogue.relu;
   if (k == 0 || alpha == T(0)) {
     scale_c(m, n, beta, c, ldc);
+    if (has_epilogue) apply_epilogue_rows(m, n, c, ldc, epilogue);
     return;
   }
   const Problem whole{trans_a, trans_b, m, n, k, lda, ldb, ldc};
   if (n <= kNarrowMaxCols) {
     narrow_gemm(spec, whole, alpha, a, b, beta, c);
+    if (has_epilogue) apply_epilogue_rows(m, n, c, ldc, epilogue);
     return;
   }
-  threaded_gemm(spec, whole, alpha, a, b, beta, c);
+  threaded_gemm(spec, whole, alpha, a, b, beta, c, epilogue);
 }
 
 template void native_gemm<float>(const KernelSpec<float>&, bool, bool, int64_t, int64_t, int64_t, float,
-                                 const float*, int64_t, const float*, int64_t, float, float*, int64_t);
+                                 const float*, int64_t, const float*, int64_t, float, float*, int64_t,
+                                 const GemmEpilogue<float>&);
 template void native_gemm<double>(const KernelSpec<double>&, bool, bool, int64_t, int64_t, int64_t, double,
                                   const double*, int64_t, const double*, int64_t, double, double*,
-                                  int64_t);
+                                  int64_t, const GemmEpilogue<double>&);
 
 }  // namespace ctrax::kernels::gemm_detail

@@ -29,8 +29,15 @@
 
 namespace ctrax::kernels::gemm_detail {
 
+// The epilogue (kernels/gemm.h) is applied by the micro-kernel on the last k block of each tile,
+// or as a pass over C on the paths without it (narrow C, k == 0).
 template <typename T>
 void native_gemm(const KernelSpec<T>& spec, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                 T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
+                 T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc,
+                 const GemmEpilogue<T>& epilogue = {});
+
+// The epilogue as a pass over an m x n block of C (gemm.cpp).
+template <typename T>
+void apply_epilogue_rows(int64_t m, int64_t n, T* c, int64_t ldc, const GemmEpilogue<T>& epilogue);
 
 }  // namespace ctrax::kernels::gemm_detail

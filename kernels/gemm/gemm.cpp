@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <type_traits>
 
 namespace ctrax::kernels {
 
@@ -123,6 +124,57 @@ void dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double a
   }
   gemm_detail::native_gemm(active_spec<double>(), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
                            ldc);
+}
+
+namespace {
+// The epilogue as separate passes over C, for the backends and paths without it in the tile:
+// the same operations, element by element, as the fused tile epilogue.
+template <typename T>
+void apply_epilogue(int64_t m, int64_t n, T* c, int64_t ldc, const GemmEpilogue<T>& epilogue) {
+  for (int64_t i = 0; i < m; ++i) {
+    T* row = c + i * ldc;
+    if (epilogue.bias != nullptr)
+      for (int64_t j = 0; j < n; ++j) row[j] = row[j] + epilogue.bias[j];
+    if (epilogue.relu)
+      for (int64_t j = 0; j < n; ++j) row[j] = row[j] <= T(0) ? T(0) : row[j];
+  }
+}
+
+template <typename T>
+void gemm_fused(const char* name, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a,
+                int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, const GemmEpilogue<T>& epilogue) {
+  check_gemm_arguments(name, trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  count_flops(m, n, k);
+  if (gemm_backend() == GemmBackend::openblas) {
+    if constexpr (std::is_same_v<T, float>)
+      openblas_backend::sgemm(trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+    else
+      openblas_backend::dgemm(trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+    apply_epilogue(m, n, c, ldc, epilogue);
+    return;
+  }
+  gemm_detail::native_gemm(active_spec<T>(), trans_a, trans_b, m, n, k, T(1), a, lda, b, ldb, T(0), c, ldc,
+                           epilogue);
+}
+}  // namespace
+
+namespace gemm_detail {
+template <typename T>
+void apply_epilogue_rows(int64_t m, int64_t n, T* c, int64_t ldc, const GemmEpilogue<T>& epilogue) {
+  apply_epilogue(m, n, c, ldc, epilogue);
+}
+template void apply_epilogue_rows<float>(int64_t, int64_t, float*, int64_t, const GemmEpilogue<float>&);
+template void apply_epilogue_rows<double>(int64_t, int64_t, double*, int64_t, const GemmEpilogue<double>&);
+}  // namespace gemm_detail
+
+void sgemm_fused(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                 const float* b, int64_t ldb, float* c, int64_t ldc, const GemmEpilogue<float>& epilogue) {
+  gemm_fused("sgemm_fused", trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, epilogue);
+}
+
+void dgemm_fused(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
+                 const double* b, int64_t ldb, double* c, int64_t ldc, const GemmEpilogue<double>& epilogue) {
+  gemm_fused("dgemm_fused", trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, epilogue);
 }
 
 void set_gemm_backend(GemmBackend backend) {

@@ -2,7 +2,7 @@
 //
 // A micro-kernel computes one register tile of C, at most MR x NR:
 //     C(i, j) = alpha * sum_{p < k} A(i, p) * B(p, j) + beta * C(i, j),  i < m, j < n
-// with beta == 0 meaning C is written without being read. The sum over p always runs in
+// with beta == 0 meaning C is written without being read, then the epilogue if the tile has one. The sum over p always runs in
 // increasing p with one fused multiply-add per step into one accumulator per element, whatever
 // m and n are, so edge tiles round exactly like full ones and the result of an element does
 // not depend on where the tile boundaries fall (which keeps GEMM thread-count independent).
@@ -39,6 +39,10 @@ struct TileArgs {
   T beta;
   int m;  // 1..MR
   int n;  // 1..NR
+  // The epilogue (kernels/gemm.h), set on the last k block only: bias[j] for the tile's column j
+  // (null: none), then relu.
+  const T* bias;
+  bool relu;
 };
 
 template <typename T>

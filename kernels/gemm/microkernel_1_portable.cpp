@@ -24,6 +24,8 @@ struct Scalar1 {
   static V set1(T x) { return x; }
   static V fma(V a, V b, V c) { return a * b + c; }
   static V mul(V a, V b) { return a * b; }
+  static V add(V a, V b) { return a + b; }
+  static V relu(V x) { return x <= V(0) ? V(0) : x; }
   static void store(T* p, V v) { *p = v; }
   static void store_masked(T* p, Mask, V v) { *p = v; }
   static Mask mask_first(int) { return 1; }

@@ -37,6 +37,9 @@ struct F32x8 {
   static V set1(T x) { return _mm256_set1_ps(x); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  // x <= 0 ? +0 : x (an ordered compare: NaN stays NaN).
+  static V relu(V x) { return _mm256_blendv_ps(x, zero(), _mm256_cmp_ps(x, zero(), _CMP_LE_OQ)); }
   static void store(T* p, V v) { _mm256_storeu_ps(p, v); }
   static void store_masked(T* p, Mask m, V v) { _mm256_maskstore_ps(p, m, v); }
   static Mask mask_first(int lanes) {
@@ -76,6 +79,8 @@ struct F64x4 {
   static V set1(T x) { return _mm256_set1_pd(x); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
   static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
+  static V add(V a, V b) { return _mm256_add_pd(a, b); }
+  static V relu(V x) { return _mm256_blendv_pd(x, zero(), _mm256_cmp_pd(x, zero(), _CMP_LE_OQ)); }
   static void store(T* p, V v) { _mm256_storeu_pd(p, v); }
   static void store_masked(T* p, Mask m, V v) { _mm256_maskstore_pd(p, m, v); }
   // A double lane is two 32-bit mask entries; vmaskmovpd reads the top bit of each 64-bit lane.

@@ -23,6 +23,50 @@
 // What it is not for: inclusion anywhere but a microkernel_<n>_<isa>.cpp (it needs that file's
 // Vec and -m flags), or C with at most kNarrowMaxCols columns (narrow_body.h).
 
+// The end of a tile that has an epilogue (kernels/gemm.h: GemmEpilogue): each value is formed
+// as in tile_kernel's plain stores, then the bias is added and relu applied, each its own
+// rounding step, so the bits are those of the GEMM followed by the separate ops. Inlined: a call
+// taking the accumulators by reference would make GCC keep them in memory through the k loop.
+template <class Vec, int M, int NV>
+[[gnu::always_inline]] inline void store_with_epilogue(const TileArgs<typename Vec::T>& t, const typename Vec::V (&acc)[M][NV],
+                                           typename Vec::Mask last_mask, bool full) {
+  using T = typename Vec::T;
+  using V = typename Vec::V;
+  constexpr int W = Vec::W;
+  const V alpha = Vec::set1(t.alpha);
+  const V beta = Vec::set1(t.beta);
+  const bool read_c = t.beta != T(0);
+  V bias[NV];
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) {
+    const bool partial = v == NV - 1 && !full;
+    bias[v] = t.bias == nullptr ? Vec::zero()
+              : partial         ? Vec::load_masked(t.bias + v * W, last_mask)
+                                : Vec::load(t.bias + v * W);
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < M; ++i) {
+    T* row = t.c + i * t.ldc;
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      const bool partial = v == NV - 1 && !full;
+      V x;
+      if (read_c) {
+        const V old = Vec::mul(beta, partial ? Vec::load_masked(row + v * W, last_mask) : Vec::load(row + v * W));
+        x = Vec::fma(alpha, acc[i][v], old);
+      } else {
+        x = Vec::mul(alpha, acc[i][v]);
+      }
+      if (t.bias != nullptr) x = Vec::add(x, bias[v]);
+      if (t.relu) x = Vec::relu(x);
+      if (partial)
+        Vec::store_masked(row + v * W, last_mask, x);
+      else
+        Vec::store(row + v * W, x);
+    }
+  }
+}
+
 template <class Vec, int M, int NV, bool kRowsA>
 void tile_kernel(const TileArgs<typename Vec::T>& t) {
   using T = typename Vec::T;
@@ -97,6 +141,10 @@ void tile_kernel(const TileArgs<typename Vec::T>& t) {
   // A masked store only where the last vector is partial: AMD's Zen cores take about a dozen
   // cycles per vmaskmovps store, which cost more than the whole k loop of a k <= 8 tile.
   const bool full = last_lanes == W;
+  if (t.bias != nullptr || t.relu) [[unlikely]] {
+    store_with_epilogue<Vec, M, NV>(t, acc, last_mask, full);
+    return;
+  }
   if (t.beta == T(0)) {
 #pragma GCC unroll 16
     for (int i = 0; i < M; ++i) {

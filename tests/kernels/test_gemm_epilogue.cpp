@@ -1,0 +1,155 @@
+// GEMM epilogues (kernels/gemm.h: sgemm_fused, dgemm_fused): bit for bit the GEMM (alpha 1,
+// beta 0) followed by the separate bias add and relu, on every micro-kernel the CPU runs and on
+// OpenBLAS, through the register-tile path (full and partial tiles, several k blocks, threads)
+// and the narrow-C path, with NaN, infinite, negative and signed-zero values.
+#include <ctrax/kernels/gemm.h>
+#include <ctrax/kernels/parallel.h>
+#include <doctest/doctest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace ctrax::kernels;
+
+namespace {
+
+int64_t g_negative_zeros = 0;
+
+struct StateGuard {
+  GemmBackend backend = gemm_backend();
+  int threads = num_threads();
+  ~StateGuard() {
+    set_gemm_backend(backend);
+    force_gemm_isa(std::nullopt);
+    set_num_threads(threads);
+  }
+};
+
+template <typename T>
+void plain_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
+                T* c, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>)
+    sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+  else
+    dgemm(ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+}
+
+template <typename T>
+void fused_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
+                T* c, int64_t ldc, const GemmEpilogue<T>& epilogue) {
+  if constexpr (std::is_same_v<T, float>)
+    sgemm_fused(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, epilogue);
+  else
+    dgemm_fused(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, epilogue);
+}
+
+template <typename T>
+uint64_t bits(T x) {
+  if constexpr (std::is_same_v<T, float>)
+    return std::bit_cast<uint32_t>(x);
+  else
+    return std::bit_cast<uint64_t>(x);
+}
+
+// One problem: random operands (a few NaN, inf and huge values in A so some sums are NaN or
+// inf), a bias with negative zeros, and C filled with garbage the fused call must overwrite.
+template <typename T>
+void check_problem(const std::string& what, bool ta, bool tb, int64_t m, int64_t n, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  const int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 2, ldc = n + 5;
+  std::vector<T> a((ta ? k : m) * lda), b((tb ? n : k) * ldb), bias(n);
+  for (T& x : a) x = static_cast<T>(u(rng));
+  for (T& x : b) x = static_cast<T>(u(rng));
+  for (int64_t j = 0; j < n; ++j) bias[j] = j % 7 == 3 ? T(-0.0) : static_cast<T>(u(rng));
+  // Row 0 of op(A) tiny and negative, column 3 of op(B) tiny: their products round to -0, so
+  // with FMA C(0, 3) is -0 and, with the bias's -0 there, so is the value relu sees (relu(-0) = +0).
+  for (int64_t p = 0; p < k; ++p) {
+    a[ta ? p * lda : p] = -std::numeric_limits<T>::min();
+    if (n > 3) b[tb ? 3 * ldb + p : p * ldb + 3] = T(1e-20);
+  }
+  if (a.size() > 10 && m > 1) {
+    a[ta ? 1 : lda + 1] = std::numeric_limits<T>::quiet_NaN();
+    a[a.size() - 1] = std::numeric_limits<T>::infinity();
+  }
+  for (bool with_bias : {false, true})
+    for (bool relu : {false, true}) {
+      if (!with_bias && !relu) continue;
+      std::vector<T> expected(m * ldc, T(7)), got(m * ldc, std::numeric_limits<T>::quiet_NaN());
+      plain_gemm<T>(ta, tb, m, n, k, a.data(), lda, b.data(), ldb, expected.data(), ldc);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          T& x = expected[i * ldc + j];
+          if (with_bias) x = x + bias[j];
+          if (relu) x = x <= T(0) ? T(0) : x;
+        }
+      fused_gemm<T>(ta, tb, m, n, k, a.data(), lda, b.data(), ldb, got.data(), ldc,
+                    GemmEpilogue<T>{with_bias ? bias.data() : nullptr, relu});
+      // How often relu met a -0 (see above; FMA kernels only: without FMA the first product's -0
+      // plus the accumulator's +0 is +0).
+      if (n > 3 && with_bias && !relu && expected[3] == T(0) && std::signbit(expected[3])) ++g_negative_zeros;
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) wrong += bits(got[i * ldc + j]) != bits(expected[i * ldc + j]);
+      // Outside the m x n block (the ldc padding) nothing is written.
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = n; j < ldc; ++j) wrong += !std::isnan(got[i * ldc + j]);
+      INFO(what, " ta=", ta, " tb=", tb, " m=", m, " n=", n, " k=", k, " bias=", with_bias, " relu=", relu);
+      CHECK(wrong == 0);
+    }
+}
+
+template <typename T>
+void check_shapes(const std::string& what) {
+  struct Size {
+    int64_t m, n, k;
+  };
+  // Full and partial register tiles, n past one tile, k over one cache block (kc = 256), the
+  // narrow path (n <= 4), one row, and one big enough to be split over threads.
+  const Size sizes[] = {{1, 64, 3},  {7, 17, 5},   {13, 64, 64}, {64, 33, 300},
+                        {6, 2, 40},  {37, 1, 64},  {5, 4, 1},    {200, 100, 260}};
+  uint32_t seed = 1;
+  for (const Size& s : sizes)
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) check_problem<T>(what, ta, tb, s.m, s.n, s.k, seed++);
+}
+
+}  // namespace
+
+TEST_CASE("gemm epilogue: bias and relu give the bits of the separate ops, every micro-kernel") {
+  StateGuard guard;
+  set_gemm_backend(GemmBackend::native);
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (GemmIsa isa : {GemmIsa::portable, GemmIsa::avx2, GemmIsa::avx512}) {
+      if (!gemm_isa_supported(isa)) continue;
+      force_gemm_isa(isa);
+      check_shapes<float>(std::string("sgemm_fused ") + gemm_isa_name(isa));
+      check_shapes<double>(std::string("dgemm_fused ") + gemm_isa_name(isa));
+    }
+  }
+  if (gemm_isa_supported(GemmIsa::avx2)) CHECK(g_negative_zeros > 0);
+}
+
+TEST_CASE("gemm epilogue: the openblas backend applies it after cblas") {
+  if (!openblas_available()) return;
+  StateGuard guard;
+  set_gemm_backend(GemmBackend::openblas);
+  check_shapes<float>("sgemm_fused openblas");
+  check_shapes<double>("dgemm_fused openblas");
+}
+
+TEST_CASE("gemm epilogue: k = 0 gives the epilogue of zeros") {
+  StateGuard guard;
+  set_gemm_backend(GemmBackend::native);
+  const std::vector<float> bias{-1.0f, 2.0f, -0.0f};
+  std::vector<float> c(6, 5.0f);
+  sgemm_fused(false, false, 2, 3, 0, nullptr, 1, nullptr, 3, c.data(), 3, GemmEpilogue<float>{bias.data(), true});
+  const std::vector<float> expected{0.0f, 2.0f, 0.0f, 0.0f, 2.0f, 0.0f};
+  for (size_t i = 0; i < c.size(); ++i) CHECK(bits(c[i]) == bits(expected[i]));
+}
