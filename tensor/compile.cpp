@@ -189,9 +189,11 @@ const std::vector<Tensor>& CompiledFunction::record(std::vector<int64_t> signatu
     plan->inputs.push_back(buffer);
   }
   std::string reason;
+  int64_t fused = 0;
   {
     if (!arena_) arena_ = std::make_shared<PlanArena>();
     PlanRecorder recorder(arena_);
+    recorder.set_fusion(options_.fuse);
     for (const Tensor& t : inputs)
       if (t.defined() && !t.device().is_cpu()) {
         std::ostringstream where;
@@ -207,6 +209,7 @@ const std::vector<Tensor>& CompiledFunction::record(std::vector<int64_t> signatu
       plan->external = std::move(recorder.external_storages());
       plan->guards = std::move(recorder.value_guards());
       plan->call_key = recorder.call_key();
+      fused = recorder.fused_epilogues();
     }
   }
   ++stats_.recordings;
@@ -221,6 +224,7 @@ const std::vector<Tensor>& CompiledFunction::record(std::vector<int64_t> signatu
     plan->outputs.clear();
   }
   stats_.kernels = static_cast<int64_t>(plan->kernels.size());
+  stats_.fused_epilogues = fused;
   plans_.push_front(std::move(plan));
   while (plans_.size() > options_.max_plans) plans_.pop_back();
   stats_.plans = static_cast<int64_t>(plans_.size());

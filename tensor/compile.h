@@ -32,6 +32,7 @@ struct CompileOptions {
   std::string name = "function";  // names the function in the log line
   size_t max_plans = 8;           // signatures kept; the least recently used plan is dropped
   bool enabled = true;            // false: every call runs eagerly
+  bool fuse = true;               // fuse GEMM epilogues in plans (tensor/plan_fusion.h); same bits either way
 };
 
 struct CompileStats {
@@ -40,6 +41,7 @@ struct CompileStats {
   int64_t eager_calls = 0;  // calls that ran eagerly (disabled or unplannable)
   int64_t plans = 0;        // plans held now
   int64_t kernels = 0;      // kernels of the most recent plan
+  int64_t fused_epilogues = 0;  // GEMMs of the most recent plan that took in a bias add or activation
   size_t arena_bytes = 0;   // bytes of the buffers the plans share
 };
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "../base/error.h"
+#include "plan_fusion.h"
 #include "storage.h"
 
 namespace ctrax {
@@ -50,6 +51,7 @@ std::atomic<uint64_t> g_next_recorder_serial{1};
 
 PlanRecorder::PlanRecorder(std::shared_ptr<PlanArena> arena)
     : arena_(arena ? std::move(arena) : std::make_shared<PlanArena>()),
+      fuser_(std::make_unique<EpilogueFuser>()),
       serial_(g_next_recorder_serial.fetch_add(1, std::memory_order_relaxed)) {
   CTRAX_REQUIRE(detail::t_capture_state.recorder == nullptr,
                 "PlanRecorder: a plan is already being recorded on this thread (compiled functions do not nest)");
@@ -64,9 +66,13 @@ void PlanRecorder::stop() {
   active_ = false;
   detail::t_capture_state = detail::CaptureState{};
   arena_->stop_recording();
+  // The recorded function has returned: every buffer only it held is gone, which is what
+  // tells the fuser which intermediates nothing reads.
+  if (fuse_) fused_ = fuser_->apply(kernels_);
 }
 
 void PlanRecorder::touch(const std::shared_ptr<Storage>& storage) {
+  fuser_->touched(storage.get());
   if (storage == nullptr || storage->arena() == arena_.get()) return;
   if (external_seen_.insert(storage.get()).second) external_.push_back(storage);
 }

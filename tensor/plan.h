@@ -35,6 +35,7 @@ namespace ctrax {
 
 class Storage;
 class PlanArena;
+class EpilogueFuser;
 
 // One recorded kernel.
 using PlanKernel = std::function<void()>;
@@ -72,6 +73,12 @@ class PlanRecorder {
   std::vector<std::shared_ptr<Storage>>& external_storages() { return external_; }
   // Host values the recorded function read, with the value each had (see depend_on_value).
   std::vector<std::pair<std::shared_ptr<const double>, double>>& value_guards() { return guards_; }
+  // Whether stop() fuses GEMM epilogues (tensor/plan_fusion.h; on by default), and how many
+  // chains it fused.
+  void set_fusion(bool on) { fuse_ = on; }
+  int64_t fused_epilogues() const { return fused_; }
+  // What the ops tell about kernels that may fuse (tensor/plan_fusion.h).
+  EpilogueFuser& fuser() { return *fuser_; }
 
   // ---- Called by the tensor layer ---------------------------------------------------------------
   void add_kernel(PlanKernel kernel) { kernels_.push_back(std::move(kernel)); }
@@ -101,8 +108,11 @@ class PlanRecorder {
   std::vector<std::pair<std::shared_ptr<const double>, double>> guards_;
   std::vector<std::vector<KeyDerivation>> key_paths_;
   std::shared_ptr<KeyWords> call_key_ = std::make_shared<KeyWords>();
+  std::unique_ptr<EpilogueFuser> fuser_;
   uint64_t serial_;
   std::string reason_;
+  int64_t fused_ = 0;
+  bool fuse_ = true;
   bool active_ = true;
 };
 

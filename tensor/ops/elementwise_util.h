@@ -17,6 +17,7 @@
 #include "../../kernels/cuda/elementwise.h"
 #include "../../kernels/elementwise/elementwise.h"
 #include "../plan.h"
+#include "../plan_fusion.h"
 #include "../strided_loop.h"
 #include "../tensor.h"
 #include "../cuda_arg.h"
@@ -156,6 +157,12 @@ void map_unary(const Tensor& x, const Tensor& out, F f) {
   std::array<char*, 2> base{static_cast<char*>(out.raw_data()), static_cast<char*>(x.raw_data())};
   std::array<Shape, 2> strides{contiguous_strides(out.shape()), detail::broadcast_byte_strides(x, out.shape())};
   for (int d = 0; d < out.rank(); ++d) strides[0][d] *= static_cast<int64_t>(sizeof(Out));
+  // One run through the vectorised kernel (contiguous, not split by strided_loop): an activation
+  // that may fuse into the GEMM before it (told after its kernel is recorded, below).
+  bool may_fuse = false;
+  if constexpr (Kernel != kNoKernel && std::is_same_v<In, Out> && kHasFloatKernels<In>)
+    may_fuse = detail::t_capture_state.recorder != nullptr && strides[1] == strides[0] &&
+               out.numel() >= kMinKernelRun && out.numel() <= detail::kElementwiseGrain;
   detail::run_kernel([shape = out.shape(), base, strides, f] {
   detail::strided_loop<2>(shape, base, strides, [&f](std::array<char*, 2> p, std::array<int64_t, 2> st, int64_t n) {
     Out* o = reinterpret_cast<Out*>(p[0]);
@@ -175,6 +182,8 @@ void map_unary(const Tensor& x, const Tensor& out, F f) {
     }
   });
   });
+  if constexpr (Kernel != kNoKernel && std::is_same_v<In, Out> && kHasFloatKernels<In>)
+    if (may_fuse) detail::note_activation(static_cast<kernels::UnaryKernel>(Kernel), base[1], base[0], out);
 }
 
 // Which operand of map_binary is a C++ scalar: its pointer is then read once when the kernel is
@@ -210,6 +219,14 @@ void map_binary(const Tensor& out, const char* a, const Shape& a_strides, const 
         kernels::binary_rows_kernel(static_cast<kernels::BinaryKernel>(Kernel), x, a_row, a_step, y, b_row, b_step,
                                     reinterpret_cast<Out*>(base[0]), rows, n);
       });
+      // A bias add (whole rows + one repeated row) may fuse into the GEMM before it.
+      if constexpr (Kernel == static_cast<int>(kernels::BinaryKernel::add)) {
+        const auto whole = [&](int64_t row, int64_t step) { return step == 1 && (row == n || rows == 1); };
+        const auto one_row = [&](int64_t row, int64_t step) { return step == 1 && row == 0; };
+        if (scalar == ScalarOperand::none && detail::t_capture_state.recorder != nullptr &&
+            ((whole(a_row, a_step) && one_row(b_row, b_step)) || (one_row(a_row, a_step) && whole(b_row, b_step))))
+          detail::note_bias_add(base[1], base[2], base[0], out, rows, n);
+      }
       return;
     }
   }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "../plan.h"
+#include "../plan_fusion.h"
 #include "../trace.h"
 #include "../../kernels/gemm.h"
 #include "../cuda_arg.h"
@@ -104,15 +105,33 @@ bool batches_fold_into_rows(const GemmOperand& a, const GemmOperand& b, const Sh
   return spacing >= std::max<int64_t>(k, 1);  // rows must not overlap
 }
 
+// When the whole product is one GEMM call (one matrix pair, or batches folded into rows), that
+// call: what batched_gemm runs, and what a plan may fuse an epilogue into (tensor/plan_fusion.h).
+bool as_one_gemm(DType dtype, const GemmOperand& a, const GemmOperand& b, const Shape& batch, int64_t m, int64_t n,
+                 int64_t k, void* c, detail::GemmCall& call) {
+  const int64_t batches = batch.numel();
+  int64_t spacing = 0;
+  if (batches == 1) {
+    call = detail::GemmCall{dtype, a.transposed, b.transposed, m, n, k, a.base, a.ld, b.base, b.ld, c, n};
+    return true;
+  }
+  if (batches > 1 && batches_fold_into_rows(a, b, batch, m, k, spacing)) {
+    call = detail::GemmCall{dtype, false, b.transposed, batches * m, n, k, a.base, spacing, b.base, b.ld, c, n};
+    return true;
+  }
+  return false;
+}
+
 template <typename T>
 void batched_gemm(bool on_gpu, const GemmOperand& a, const GemmOperand& b, const Shape& batch, int64_t m, int64_t n,
                   int64_t k, T* c) {
   const T* a0 = reinterpret_cast<const T*>(a.base);
   const T* b0 = reinterpret_cast<const T*>(b.base);
   const int64_t batches = batch.numel();
-  int64_t spacing = 0;
-  if (batches > 1 && batches_fold_into_rows(a, b, batch, m, k, spacing)) {
-    gemm<T>(on_gpu, false, b.transposed, batches * m, n, k, a0, spacing, b0, b.ld, c, n);
+  detail::GemmCall one{};
+  if (as_one_gemm(std::is_same_v<T, float> ? DType::float32 : DType::float64, a, b, batch, m, n, k, c, one)) {
+    gemm<T>(on_gpu, one.trans_a, one.trans_b, one.m, one.n, one.k, static_cast<const T*>(one.a), one.lda,
+            static_cast<const T*>(one.b), one.ldb, c, n);
     return;
   }
   // An odometer over the batch axes keeps the per-matrix cost to a few adds.
@@ -193,6 +212,8 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
       detail::run_kernel([on_gpu = device.is_cuda(), ga, gb, batch, m, n, k, c] {
         batched_gemm<T>(on_gpu, ga, gb, batch, m, n, k, c);
       });
+      detail::GemmCall call{};
+      if (!device.is_cuda() && as_one_gemm(dtype, ga, gb, batch, m, n, k, c, call)) detail::note_gemm(call, out);
     });
     return out;
   });

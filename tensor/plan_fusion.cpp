@@ -1,0 +1,201 @@
+// Plan fusion of GEMM epilogues (see plan_fusion.h).
+#include "plan_fusion.h"
+
+#include <algorithm>
+
+#include "../kernels/gemm.h"
+#include "storage.h"
+#include "tensor.h"
+
+namespace ctrax {
+
+namespace detail {
+
+namespace {
+// The recorder to tell, when the op's kernel was just recorded (not run inside another kernel).
+PlanRecorder* recorder_of_this_op() {
+  const CaptureState& s = t_capture_state;
+  return s.recorder != nullptr && !s.in_kernel ? s.recorder : nullptr;
+}
+}  // namespace
+
+void note_gemm(const GemmCall& call, const Tensor& out) {
+  PlanRecorder* recorder = recorder_of_this_op();
+  if (recorder == nullptr || recorder->kernels().empty()) return;
+  recorder->fuser().gemm(call, out.storage(), recorder->kernels().size() - 1);
+}
+
+void note_bias_add(const void* first, const void* second, void* out_data, const Tensor& out, int64_t rows, int64_t n) {
+  PlanRecorder* recorder = recorder_of_this_op();
+  if (recorder == nullptr || recorder->kernels().empty()) return;
+  recorder->fuser().bias_add(first, second, out.dtype(), out.storage(), out_data, rows, n,
+                             recorder->kernels().size() - 1);
+}
+
+void note_activation(kernels::UnaryKernel op, const void* x, void* out_data, const Tensor& out) {
+  PlanRecorder* recorder = recorder_of_this_op();
+  if (recorder == nullptr || recorder->kernels().empty()) return;
+  recorder->fuser().activation(op, x, out.dtype(), out_data, out.numel(), recorder->kernels().size() - 1);
+}
+
+}  // namespace detail
+
+void EpilogueFuser::gemm(const detail::GemmCall& call, const std::shared_ptr<Storage>& out, size_t kernel_index) {
+  if (call.dtype != DType::float32 && call.dtype != DType::float64) return;
+  last_gemm_ = std::make_unique<LastGemm>(LastGemm{call, out, kernel_index});
+}
+
+void EpilogueFuser::bias_add(const void* first, const void* second, DType dtype,
+                             const std::shared_ptr<Storage>& out_storage, void* out, int64_t rows, int64_t n,
+                             size_t kernel_index) {
+  std::unique_ptr<LastGemm> last = std::move(last_gemm_);
+  if (!last || last->index + 1 != kernel_index) return;  // not the kernel right after the GEMM
+  const detail::GemmCall& g = last->call;
+  if (dtype != g.dtype) return;
+  const void* bias = first == g.c ? second : second == g.c ? first : nullptr;
+  if (bias == nullptr || bias == g.c || out == g.c) return;
+  if (g.n != n || g.ldc != n || g.m * g.n != rows * n) return;
+  std::shared_ptr<Storage> skipped = last->out.lock();
+  if (!skipped) return;
+  Chain chain;
+  chain.gemm = g;
+  chain.gemm_index = last->index;
+  chain.bias = bias;
+  chain.add_out = out;
+  chain.add_index = kernel_index;
+  chain.skipped[1] = out_storage;
+  chains_.push_back(chain);
+  watch(chains_.size() - 1, 0, skipped);
+}
+
+void EpilogueFuser::activation(kernels::UnaryKernel op, const void* x, DType dtype, void* out, int64_t numel,
+                               size_t kernel_index) {
+  std::unique_ptr<LastGemm> last = std::move(last_gemm_);
+  if (out == x) return;
+  if (!chains_.empty()) {
+    Chain& chain = chains_.back();
+    if (chain.bias != nullptr && !chain.has_activation && chain.gemm.dtype == dtype && chain.add_index + 1 == kernel_index && chain.add_out == x &&
+        numel == chain.gemm.m * chain.gemm.n) {
+      std::shared_ptr<Storage> skipped = chain.skipped[1].lock();
+      if (!skipped) return;
+      chain.has_activation = true;
+      chain.activation = op;
+      chain.activation_out = out;
+      chain.activation_index = kernel_index;
+      watch(chains_.size() - 1, 1, skipped);
+      return;
+    }
+  }
+  // An activation straight after a GEMM (a Dense layer without a bias).
+  if (!last || last->index + 1 != kernel_index) return;
+  const detail::GemmCall& g = last->call;
+  if (x != g.c || g.dtype != dtype || g.ldc != g.n || numel != g.m * g.n) return;
+  std::shared_ptr<Storage> skipped = last->out.lock();
+  if (!skipped) return;
+  Chain chain;
+  chain.gemm = g;
+  chain.gemm_index = last->index;
+  chain.has_activation = true;
+  chain.activation = op;
+  chain.activation_out = out;
+  chain.activation_index = kernel_index;
+  chains_.push_back(chain);
+  watch(chains_.size() - 1, 0, skipped);
+}
+
+void EpilogueFuser::watch(size_t chain, int link, const std::shared_ptr<Storage>& storage) {
+  chains_[chain].skipped[link] = storage;
+  watched_.push_back(Watched{chain, link, storage.get(), storage});
+}
+
+void EpilogueFuser::check_watched(const Storage* storage) {
+  // A buffer that died can no longer be touched: stop watching it (the list stays a few long).
+  std::erase_if(watched_, [&](const Watched& w) {
+    if (w.alive.expired()) return true;
+    if (w.storage != storage) return false;
+    chains_[w.chain].used_later[w.link] = true;
+    return true;
+  });
+}
+
+namespace {
+
+// Byte ranges [begin, end) of what a chain's fused kernel reads and writes.
+struct Range {
+  const char* begin;
+  const char* end;
+  bool overlaps(const Range& o) const { return begin < o.end && o.begin < end; }
+};
+Range matrix_range(const void* p, int64_t rows, int64_t cols, int64_t ld, size_t element) {
+  const char* b = static_cast<const char*>(p);
+  return {b, b + ((rows - 1) * ld + cols) * static_cast<int64_t>(element)};
+}
+
+// The fused kernel writes its output while the GEMM still reads A and B (and the bias). The
+// separate kernels did not: the add's or activation's output may sit in a block the arena
+// recycled from a buffer that died after the GEMM read it (a packed copy of A, say). Such a
+// chain stays unfused.
+bool output_overlaps_inputs(const detail::GemmCall& g, const void* bias, const void* out) {
+  const size_t element = dtype_size(g.dtype);
+  const Range written = matrix_range(out, g.m, g.n, g.n, element);
+  const Range a = g.trans_a ? matrix_range(g.a, g.k, g.m, g.lda, element) : matrix_range(g.a, g.m, g.k, g.lda, element);
+  const Range b = g.trans_b ? matrix_range(g.b, g.n, g.k, g.ldb, element) : matrix_range(g.b, g.k, g.n, g.ldb, element);
+  if (written.overlaps(a) || written.overlaps(b)) return true;
+  return bias != nullptr && written.overlaps(matrix_range(bias, 1, g.n, g.n, element));
+}
+
+template <typename T>
+PlanKernel fused_kernel(const detail::GemmCall& g, const void* bias, void* out, bool relu, bool in_place_activation,
+                        kernels::UnaryKernel activation) {
+  const kernels::GemmEpilogue<T> epilogue{static_cast<const T*>(bias), relu};
+  return [g, epilogue, out = static_cast<T*>(out), in_place_activation, activation] {
+    const T* a = static_cast<const T*>(g.a);
+    const T* b = static_cast<const T*>(g.b);
+    if constexpr (std::is_same_v<T, float>)
+      kernels::sgemm_fused(g.trans_a, g.trans_b, g.m, g.n, g.k, a, g.lda, b, g.ldb, out, g.n, epilogue);
+    else
+      kernels::dgemm_fused(g.trans_a, g.trans_b, g.m, g.n, g.k, a, g.lda, b, g.ldb, out, g.n, epilogue);
+    if (in_place_activation) kernels::unary_kernel(activation, out, out, g.m * g.n);
+  };
+}
+
+}  // namespace
+
+int64_t EpilogueFuser::apply(std::vector<PlanKernel>& kernels) {
+  std::vector<bool> removed(kernels.size(), false);
+  int64_t fused = 0;
+  for (const Chain& chain : chains_) {
+    // Link 0 skips the GEMM's output: it must have died untouched by any later kernel.
+    if (!chain.skipped[0].expired() || chain.used_later[0]) continue;
+    const bool has_bias = chain.bias != nullptr;
+    // Link 1 (bias, then activation) skips the add's output likewise.
+    bool with_activation =
+        chain.has_activation && (!has_bias || (chain.skipped[1].expired() && !chain.used_later[1]));
+    if (with_activation && output_overlaps_inputs(chain.gemm, chain.bias, chain.activation_out))
+      with_activation = false;  // the bias alone may still fuse
+    if (!has_bias && !with_activation) continue;
+    void* out = with_activation ? chain.activation_out : chain.add_out;
+    if (!with_activation && output_overlaps_inputs(chain.gemm, chain.bias, out)) continue;
+    const bool relu = with_activation && chain.activation == kernels::UnaryKernel::relu;
+    const bool in_place = with_activation && !relu;
+    kernels[chain.gemm_index] =
+        chain.gemm.dtype == DType::float32
+            ? fused_kernel<float>(chain.gemm, chain.bias, out, relu, in_place, chain.activation)
+            : fused_kernel<double>(chain.gemm, chain.bias, out, relu, in_place, chain.activation);
+    if (has_bias) removed[chain.add_index] = true;
+    if (with_activation) removed[chain.activation_index] = true;
+    ++fused;
+  }
+  if (fused > 0) {
+    size_t kept = 0;
+    for (size_t i = 0; i < kernels.size(); ++i)
+      if (!removed[i]) kernels[kept++] = std::move(kernels[i]);
+    kernels.resize(kept);
+  }
+  chains_.clear();
+  watched_.clear();
+  last_gemm_.reset();
+  return fused;
+}
+
+}  // namespace ctrax
