@@ -159,10 +159,13 @@ void map_unary(const Tensor& x, const Tensor& out, F f) {
   for (int d = 0; d < out.rank(); ++d) strides[0][d] *= static_cast<int64_t>(sizeof(Out));
   // One run through the vectorised kernel (contiguous, not split by strided_loop): an activation
   // that may fuse into the GEMM before it (told after its kernel is recorded, below).
+  // Past one grain strided_loop may split the run, and a short last piece takes the inline loop,
+  // whose bits differ from the kernel's for the approximated functions; relu is exact either way.
   bool may_fuse = false;
   if constexpr (Kernel != kNoKernel && std::is_same_v<In, Out> && kHasFloatKernels<In>)
     may_fuse = detail::t_capture_state.recorder != nullptr && strides[1] == strides[0] &&
-               out.numel() >= kMinKernelRun && out.numel() <= detail::kElementwiseGrain;
+               out.numel() >= kMinKernelRun &&
+               (out.numel() <= detail::kElementwiseGrain || Kernel == static_cast<int>(kernels::UnaryKernel::relu));
   detail::run_kernel([shape = out.shape(), base, strides, f] {
   detail::strided_loop<2>(shape, base, strides, [&f](std::array<char*, 2> p, std::array<int64_t, 2> st, int64_t n) {
     Out* o = reinterpret_cast<Out*>(p[0]);
@@ -206,12 +209,27 @@ void map_binary(const Tensor& out, const char* a, const Shape& a_strides, const 
   for (int d = 0; d < out.rank(); ++d) strides[0][d] *= static_cast<int64_t>(sizeof(Out));
   const T scalar_value = scalar == ScalarOperand::a ? *reinterpret_cast<const T*>(a)
                          : scalar == ScalarOperand::b ? *reinterpret_cast<const T*>(b) : T{};
+  // [rows, n] with each operand whole rows or one repeated row (a bias add among them).
+  int64_t a_row = 0, a_step = 0, b_row = 0, b_step = 0, rows = 0, n = 0;
+  bool row_form = false;
+  if constexpr (Kernel != kNoKernel && std::is_same_v<T, Out> && kHasFloatKernels<T>)
+    row_form = detail::as_rows(out.shape(), strides[1], kSize, a_row, a_step, rows, n) &&
+               detail::as_rows(out.shape(), strides[2], kSize, b_row, b_step, rows, n);
+  // Tells a recording that this add was a bias add, which may fuse into the GEMM before it
+  // (after its kernel was recorded; both forms below compute each element as a + b).
+  const auto note_if_bias_add = [&] {
+    if constexpr (Kernel == static_cast<int>(kernels::BinaryKernel::add) && kHasFloatKernels<T> &&
+                  std::is_same_v<T, Out>) {
+      const auto whole = [&](int64_t row, int64_t step) { return step == 1 && (row == n || rows == 1); };
+      const auto one_row = [&](int64_t row, int64_t step) { return step == 1 && row == 0; };
+      if (row_form && scalar == ScalarOperand::none && detail::t_capture_state.recorder != nullptr &&
+          ((whole(a_row, a_step) && one_row(b_row, b_step)) || (one_row(a_row, a_step) && whole(b_row, b_step))))
+        detail::note_bias_add(base[1], base[2], base[0], out, rows, n);
+    }
+  };
   if constexpr (Kernel != kNoKernel && std::is_same_v<T, Out> && kHasFloatKernels<T>) {
-    // [rows, n] with each operand whole rows or one repeated row (a bias add): one kernel call.
-    int64_t a_row = 0, a_step = 0, b_row = 0, b_step = 0, rows = 0, n = 0;
-    if (detail::as_rows(out.shape(), strides[1], kSize, a_row, a_step, rows, n) &&
-        detail::as_rows(out.shape(), strides[2], kSize, b_row, b_step, rows, n) && rows * n >= kMinKernelRun &&
-        rows * n <= detail::kElementwiseGrain) {
+    // One kernel call for the whole [rows, n] op.
+    if (row_form && rows * n >= kMinKernelRun && rows * n <= detail::kElementwiseGrain) {
       detail::run_kernel([base, scalar, scalar_value, a_row, a_step, b_row, b_step, rows, n] {
         T value = scalar_value;
         const T* x = scalar == ScalarOperand::a ? &value : reinterpret_cast<const T*>(base[1]);
@@ -219,14 +237,7 @@ void map_binary(const Tensor& out, const char* a, const Shape& a_strides, const 
         kernels::binary_rows_kernel(static_cast<kernels::BinaryKernel>(Kernel), x, a_row, a_step, y, b_row, b_step,
                                     reinterpret_cast<Out*>(base[0]), rows, n);
       });
-      // A bias add (whole rows + one repeated row) may fuse into the GEMM before it.
-      if constexpr (Kernel == static_cast<int>(kernels::BinaryKernel::add)) {
-        const auto whole = [&](int64_t row, int64_t step) { return step == 1 && (row == n || rows == 1); };
-        const auto one_row = [&](int64_t row, int64_t step) { return step == 1 && row == 0; };
-        if (scalar == ScalarOperand::none && detail::t_capture_state.recorder != nullptr &&
-            ((whole(a_row, a_step) && one_row(b_row, b_step)) || (one_row(a_row, a_step) && whole(b_row, b_step))))
-          detail::note_bias_add(base[1], base[2], base[0], out, rows, n);
-      }
+      note_if_bias_add();
       return;
     }
   }
@@ -261,6 +272,7 @@ void map_binary(const Tensor& out, const char* a, const Shape& a_strides, const 
       o[i] = f(*reinterpret_cast<const T*>(p[1] + i * st[1]), *reinterpret_cast<const T*>(p[2] + i * st[2]));
   });
   });
+  note_if_bias_add();
 }
 
 }  // namespace ctrax::ops_detail

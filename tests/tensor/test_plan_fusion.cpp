@@ -109,6 +109,32 @@ TEST_CASE("plan fusion: matmul, bias add and activation replay as one kernel, bi
       }
 }
 
+TEST_CASE("plan fusion: past one elementwise grain relu still fuses, tanh keeps its kernel") {
+  // 600 x 64 = 38,400 elements, over kElementwiseGrain (32,768): the add and the activation take
+  // the strided loop, which may split a run; the add and relu give the same bits in any split,
+  // the approximated functions do not (a short last piece runs the inline loop).
+  const Tensor w = test::random_tensor({8, 64}, DType::float32, 5);
+  const Tensor b = test::random_tensor({64}, DType::float32, 6);
+  for (const std::string activation : {"relu", "tanh"}) {
+    const Fn f = [&](const std::vector<Tensor>& in) {
+      return std::vector<Tensor>{activate(activation, add(matmul(in[0], w), b))};
+    };
+    INFO(activation);
+    const auto [fused, saved] = check_against_eager(f, {600, 8}, DType::float32);
+    CHECK(fused == 1);
+    CHECK(saved == (activation == "relu" ? 2 : 1));
+  }
+}
+
+TEST_CASE("plan fusion: a bias add of fewer elements than a kernel run fuses (its inline loop is the same add)") {
+  const Tensor w = test::random_tensor({5, 2}, DType::float64, 5);
+  const Tensor b = test::random_tensor({2}, DType::float64, 6);
+  const Fn f = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{add(b, matmul(in[0], w))}; };
+  const auto [fused, saved] = check_against_eager(f, {3, 5}, DType::float64);
+  CHECK(fused == 1);
+  CHECK(saved == 1);
+}
+
 TEST_CASE("plan fusion: an activation straight after a matmul (no bias) fuses too") {
   const Tensor w = test::random_tensor({6, 16}, DType::float32, 3);
   const Fn f = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(matmul(in[0], w))}; };
