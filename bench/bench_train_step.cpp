@@ -83,20 +83,28 @@ void BM_mlp_value_and_grad_eager(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(step(w, x, y));
 }
 
-void BM_mlp_value_and_grad_compiled(benchmark::State& state) {
+// fuse: the plan's GEMM epilogues (tensor/plan_fusion.h); off, the plan replays the eager kernels.
+void value_and_grad_compiled(benchmark::State& state, bool fuse) {
   ctrax::kernels::set_num_threads(1);
   const std::vector<Tensor> w = mlp_weights();
   const Tensor x = ctrax::uniform(ctrax::Key(1), {64, 4}), y = ctrax::uniform(ctrax::Key(2), {64, 2});
   const auto step = ctrax::value_and_grad(mlp_loss);
-  ctrax::CompiledFunction compiled([&](const std::vector<Tensor>& in) {
-    auto r = step(w, in[0], in[1]);
-    std::vector<Tensor> out{r.value};
-    out.insert(out.end(), r.grad.begin(), r.grad.end());
-    return out;
-  });
+  ctrax::CompileOptions options;
+  options.fuse = fuse;
+  ctrax::CompiledFunction compiled(
+      [&](const std::vector<Tensor>& in) {
+        auto r = step(w, in[0], in[1]);
+        std::vector<Tensor> out{r.value};
+        out.insert(out.end(), r.grad.begin(), r.grad.end());
+        return out;
+      },
+      options);
   compiled({x, y});
   for (auto _ : state) benchmark::DoNotOptimize(compiled({x, y}));
+  state.counters["kernels"] = static_cast<double>(compiled.stats().kernels);
 }
+void BM_mlp_value_and_grad_compiled(benchmark::State& state) { value_and_grad_compiled(state, true); }
+void BM_mlp_value_and_grad_compiled_unfused(benchmark::State& state) { value_and_grad_compiled(state, false); }
 
 }  // namespace
 
@@ -106,4 +114,5 @@ BENCHMARK(BM_mlp_train_step_eager_flushed);
 BENCHMARK(BM_mlp_train_step_compiled_flushed);
 BENCHMARK(BM_mlp_value_and_grad_eager);
 BENCHMARK(BM_mlp_value_and_grad_compiled);
+BENCHMARK(BM_mlp_value_and_grad_compiled_unfused);
 BENCHMARK_MAIN();

@@ -44,7 +44,8 @@ lines = ["# Training step: eager, compiled, jax.jit", "",
          "step with Adam written out, under one jax.jit (XLA CPU, one thread). Each step takes the next of 16",
          "batches (one fixed batch would be fitted until Adam's moments turn subnormal). `_flushed` rows flush",
          "subnormal floats to zero (kernels/denormals.h), as XLA does on the CPU; the others compute them",
-         "exactly (ctrax's default, and PyTorch's).",
+         "exactly (ctrax's default, and PyTorch's). `_unfused`: the same plan without its GEMM epilogues",
+         "(CompileOptions::fuse = false, tensor/plan_fusion.h): each matmul, bias add and ReLU a kernel of its own.",
          "",
          f"- CPU: {cpu}; ctrax threads: 1 (CTRAX_NUM_THREADS=1); JAX: intra_op_parallelism_threads=1",
          f"- load average before: {sys.argv[5]}; after: {sys.argv[6]}",
@@ -52,7 +53,8 @@ lines = ["# Training step: eager, compiled, jax.jit", "",
          "",
          "| step | time | storages allocated per step |", "|---|---|---|"]
 for name in ["mlp_train_step_eager", "mlp_train_step_compiled", "mlp_train_step_eager_flushed",
-             "mlp_train_step_compiled_flushed", "mlp_value_and_grad_eager", "mlp_value_and_grad_compiled"]:
+             "mlp_train_step_compiled_flushed", "mlp_value_and_grad_eager", "mlp_value_and_grad_compiled",
+             "mlp_value_and_grad_compiled_unfused"]:
     if name in med:
         lines.append(f"| {name} | {med[name]:.1f} us | {storages.get(name, '-') if name in storages else '-'} |")
 if jax:
