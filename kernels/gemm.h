@@ -44,12 +44,16 @@ void dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double a
 // followed by those ops (an add, then relu):
 //   bias: C(i, j) = C(i, j) + bias[j]           (n values, the same row added to every row of C)
 //   relu: C(i, j) = C(i, j) <= 0 ? +0 : C(i, j)  (NaN stays NaN)
+//   mask: C(i, j) = M(i, j) > 0 ? C(i, j) : +0   (M laid out like C, same ldc: relu's backward,
+//                                                 M being relu's output)
 // Applied while the tile is still in registers, so C is written once. What it is for: a compiled
-// plan fuses a Dense layer's matmul, bias add and relu into one kernel (tensor/plan_fusion.h).
+// plan fuses a Dense layer's matmul, bias add and relu into one kernel, and in the backward the
+// GEMM of a gradient with relu's backward after it (tensor/plan_fusion.h).
 template <typename T>
 struct GemmEpilogue {
   const T* bias = nullptr;  // null: no bias
   bool relu = false;
+  const T* mask = nullptr;  // null: no mask
 };
 
 // C = op(A) * op(B) with the epilogue (alpha = 1, beta = 0: C is written without being read).

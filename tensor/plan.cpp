@@ -71,6 +71,16 @@ void PlanRecorder::stop() {
   if (fuse_) fused_ = fuser_->apply(kernels_);
 }
 
+void PlanRecorder::hold_freed_blocks_through(int64_t index) {
+  hold_through_ = index;
+  arena_->set_holding(true);
+}
+
+void PlanRecorder::release_held_blocks() {
+  hold_through_ = -1;
+  arena_->set_holding(false);
+}
+
 void PlanRecorder::touch(const std::shared_ptr<Storage>& storage) {
   fuser_->touched(storage.get());
   if (storage == nullptr || storage->arena() == arena_.get()) return;
@@ -99,6 +109,7 @@ PlanArena::~PlanArena() {
 
 void PlanArena::start_recording() {
   for (Block& b : blocks_) b.owner = 0;
+  holding_ = false;
   recording_ = true;
 }
 
@@ -125,9 +136,16 @@ void* PlanArena::take(size_t nbytes, uint64_t& token) {
 void PlanArena::give(void* block, uint64_t token) {
   for (Block& b : blocks_) {
     if (b.data != block) continue;
-    if (b.owner == token) b.owner = 0;
+    if (b.owner == token) b.owner = holding_ ? kHeld : 0;
     return;
   }
+}
+
+void PlanArena::set_holding(bool on) {
+  if (holding_ && !on)
+    for (Block& b : blocks_)
+      if (b.owner == kHeld) b.owner = 0;
+  holding_ = on;
 }
 
 }  // namespace ctrax

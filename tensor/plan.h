@@ -81,9 +81,17 @@ class PlanRecorder {
   EpilogueFuser& fuser() { return *fuser_; }
 
   // ---- Called by the tensor layer ---------------------------------------------------------------
-  void add_kernel(PlanKernel kernel) { kernels_.push_back(std::move(kernel)); }
+  void add_kernel(PlanKernel kernel) {
+    kernels_.push_back(std::move(kernel));
+    if (hold_through_ >= 0 && static_cast<int64_t>(kernels_.size()) - 1 > hold_through_) release_held_blocks();
+  }
+  // Blocks freed from now until the kernel at `index` is recorded are not handed out again
+  // before then (tensor/plan_fusion.h: a chain that may still grow must not have its output
+  // placed where its GEMM's inputs were).
+  void hold_freed_blocks_through(int64_t index);
   void touch(const std::shared_ptr<Storage>& storage);
   void mark_unplannable(std::string reason);
+  void release_held_blocks();
   void add_value_guard(std::shared_ptr<const double> value) {
     const double v = *value;
     guards_.emplace_back(std::move(value), v);
@@ -112,6 +120,7 @@ class PlanRecorder {
   uint64_t serial_;
   std::string reason_;
   int64_t fused_ = 0;
+  int64_t hold_through_ = -1;  // see hold_freed_blocks_through; -1: not holding
   bool fuse_ = true;
   bool active_ = true;
 };
@@ -134,7 +143,13 @@ class PlanArena {
   // A recording starts: every block is free (earlier plans' buffers are rewritten by their own
   // kernels on each replay). Ends with stop_recording().
   void start_recording();
-  void stop_recording() { recording_ = false; }
+  void stop_recording() {
+    set_holding(false);
+    recording_ = false;
+  }
+  // While holding, a block given back is kept from take() until holding stops (see
+  // PlanRecorder::hold_freed_blocks_through).
+  void set_holding(bool on);
   // Bytes of all blocks.
   size_t bytes() const { return bytes_; }
 
@@ -144,10 +159,13 @@ class PlanArena {
     size_t bytes;
     uint64_t owner = 0;  // the hand-out using it; 0 when free
   };
+  // The owner of a block given back while holding.
+  static constexpr uint64_t kHeld = ~uint64_t{0};
   std::vector<Block> blocks_;
   uint64_t next_token_ = 1;
   size_t bytes_ = 0;
   bool recording_ = false;
+  bool holding_ = false;
 };
 
 namespace detail {

@@ -22,14 +22,17 @@ PlanRecorder* recorder_of_this_op() {
 void note_gemm(const GemmCall& call, const Tensor& out) {
   PlanRecorder* recorder = recorder_of_this_op();
   if (recorder == nullptr || recorder->kernels().empty()) return;
-  recorder->fuser().gemm(call, out.storage(), recorder->kernels().size() - 1);
+  const size_t index = recorder->kernels().size() - 1;
+  if (recorder->fuser().gemm(call, out.storage(), index))
+    recorder->hold_freed_blocks_through(static_cast<int64_t>(index) + 1);
 }
 
 void note_bias_add(const void* first, const void* second, void* out_data, const Tensor& out, int64_t rows, int64_t n) {
   PlanRecorder* recorder = recorder_of_this_op();
   if (recorder == nullptr || recorder->kernels().empty()) return;
-  recorder->fuser().bias_add(first, second, out.dtype(), out.storage(), out_data, rows, n,
-                             recorder->kernels().size() - 1);
+  const size_t index = recorder->kernels().size() - 1;
+  if (recorder->fuser().bias_add(first, second, out.dtype(), out.storage(), out_data, rows, n, index))
+    recorder->hold_freed_blocks_through(static_cast<int64_t>(index) + 1);  // an activation may follow
 }
 
 void note_activation(kernels::UnaryKernel op, const void* x, void* out_data, const Tensor& out) {
@@ -38,25 +41,32 @@ void note_activation(kernels::UnaryKernel op, const void* x, void* out_data, con
   recorder->fuser().activation(op, x, out.dtype(), out_data, out.numel(), recorder->kernels().size() - 1);
 }
 
-}  // namespace detail
-
-void EpilogueFuser::gemm(const detail::GemmCall& call, const std::shared_ptr<Storage>& out, size_t kernel_index) {
-  if (call.dtype != DType::float32 && call.dtype != DType::float64) return;
-  last_gemm_ = std::make_unique<LastGemm>(LastGemm{call, out, kernel_index});
+void note_relu_backward(const void* g, const void* y, void* out_data, const Tensor& out) {
+  PlanRecorder* recorder = recorder_of_this_op();
+  if (recorder == nullptr || recorder->kernels().empty()) return;
+  recorder->fuser().relu_backward(g, y, out.dtype(), out_data, out.numel(), recorder->kernels().size() - 1);
 }
 
-void EpilogueFuser::bias_add(const void* first, const void* second, DType dtype,
+}  // namespace detail
+
+bool EpilogueFuser::gemm(const detail::GemmCall& call, const std::shared_ptr<Storage>& out, size_t kernel_index) {
+  if (call.dtype != DType::float32 && call.dtype != DType::float64) return false;
+  last_gemm_ = std::make_unique<LastGemm>(LastGemm{call, out, kernel_index});
+  return true;
+}
+
+bool EpilogueFuser::bias_add(const void* first, const void* second, DType dtype,
                              const std::shared_ptr<Storage>& out_storage, void* out, int64_t rows, int64_t n,
                              size_t kernel_index) {
   std::unique_ptr<LastGemm> last = std::move(last_gemm_);
-  if (!last || last->index + 1 != kernel_index) return;  // not the kernel right after the GEMM
+  if (!last || last->index + 1 != kernel_index) return false;  // not the kernel right after the GEMM
   const detail::GemmCall& g = last->call;
-  if (dtype != g.dtype) return;
+  if (dtype != g.dtype) return false;
   const void* bias = first == g.c ? second : second == g.c ? first : nullptr;
-  if (bias == nullptr || bias == g.c || out == g.c) return;
-  if (g.n != n || g.ldc != n || g.m * g.n != rows * n) return;
+  if (bias == nullptr || bias == g.c || out == g.c) return false;
+  if (g.n != n || g.ldc != n || g.m * g.n != rows * n) return false;
   std::shared_ptr<Storage> skipped = last->out.lock();
-  if (!skipped) return;
+  if (!skipped) return false;
   Chain chain;
   chain.gemm = g;
   chain.gemm_index = last->index;
@@ -66,6 +76,7 @@ void EpilogueFuser::bias_add(const void* first, const void* second, DType dtype,
   chain.skipped[1] = out_storage;
   chains_.push_back(chain);
   watch(chains_.size() - 1, 0, skipped);
+  return true;
 }
 
 void EpilogueFuser::activation(kernels::UnaryKernel op, const void* x, DType dtype, void* out, int64_t numel,
@@ -97,6 +108,27 @@ void EpilogueFuser::activation(kernels::UnaryKernel op, const void* x, DType dty
   chain.gemm_index = last->index;
   chain.has_activation = true;
   chain.activation = op;
+  chain.activation_out = out;
+  chain.activation_index = kernel_index;
+  chains_.push_back(chain);
+  watch(chains_.size() - 1, 0, skipped);
+}
+
+void EpilogueFuser::relu_backward(const void* g, const void* y, DType dtype, void* out, int64_t numel,
+                                  size_t kernel_index) {
+  std::unique_ptr<LastGemm> last = std::move(last_gemm_);
+  if (!last || last->index + 1 != kernel_index) return;
+  const detail::GemmCall& g_call = last->call;
+  if (g != g_call.c || y == g_call.c || out == g_call.c || out == y || g_call.dtype != dtype || g_call.ldc != g_call.n ||
+      numel != g_call.m * g_call.n)
+    return;
+  std::shared_ptr<Storage> skipped = last->out.lock();
+  if (!skipped) return;
+  Chain chain;
+  chain.gemm = g_call;
+  chain.gemm_index = last->index;
+  chain.has_activation = true;  // the mask stands in the activation's place
+  chain.mask = y;
   chain.activation_out = out;
   chain.activation_index = kernel_index;
   chains_.push_back(chain);
@@ -135,19 +167,20 @@ Range matrix_range(const void* p, int64_t rows, int64_t cols, int64_t ld, size_t
 // separate kernels did not: the add's or activation's output may sit in a block the arena
 // recycled from a buffer that died after the GEMM read it (a packed copy of A, say). Such a
 // chain stays unfused.
-bool output_overlaps_inputs(const detail::GemmCall& g, const void* bias, const void* out) {
+bool output_overlaps_inputs(const detail::GemmCall& g, const void* bias, const void* mask, const void* out) {
   const size_t element = dtype_size(g.dtype);
   const Range written = matrix_range(out, g.m, g.n, g.n, element);
   const Range a = g.trans_a ? matrix_range(g.a, g.k, g.m, g.lda, element) : matrix_range(g.a, g.m, g.k, g.lda, element);
   const Range b = g.trans_b ? matrix_range(g.b, g.n, g.k, g.ldb, element) : matrix_range(g.b, g.k, g.n, g.ldb, element);
   if (written.overlaps(a) || written.overlaps(b)) return true;
+  if (mask != nullptr && written.overlaps(matrix_range(mask, g.m, g.n, g.n, element))) return true;
   return bias != nullptr && written.overlaps(matrix_range(bias, 1, g.n, g.n, element));
 }
 
 template <typename T>
-PlanKernel fused_kernel(const detail::GemmCall& g, const void* bias, void* out, bool relu, bool in_place_activation,
-                        kernels::UnaryKernel activation) {
-  const kernels::GemmEpilogue<T> epilogue{static_cast<const T*>(bias), relu};
+PlanKernel fused_kernel(const detail::GemmCall& g, const void* bias, const void* mask, void* out, bool relu,
+                        bool in_place_activation, kernels::UnaryKernel activation) {
+  const kernels::GemmEpilogue<T> epilogue{static_cast<const T*>(bias), relu, static_cast<const T*>(mask)};
   return [g, epilogue, out = static_cast<T*>(out), in_place_activation, activation] {
     const T* a = static_cast<const T*>(g.a);
     const T* b = static_cast<const T*>(g.b);
@@ -171,17 +204,19 @@ int64_t EpilogueFuser::apply(std::vector<PlanKernel>& kernels) {
     // Link 1 (bias, then activation) skips the add's output likewise.
     bool with_activation =
         chain.has_activation && (!has_bias || (chain.skipped[1].expired() && !chain.used_later[1]));
-    if (with_activation && output_overlaps_inputs(chain.gemm, chain.bias, chain.activation_out))
+    if (with_activation && output_overlaps_inputs(chain.gemm, chain.bias, chain.mask, chain.activation_out))
       with_activation = false;  // the bias alone may still fuse
     if (!has_bias && !with_activation) continue;
     void* out = with_activation ? chain.activation_out : chain.add_out;
-    if (!with_activation && output_overlaps_inputs(chain.gemm, chain.bias, out)) continue;
-    const bool relu = with_activation && chain.activation == kernels::UnaryKernel::relu;
-    const bool in_place = with_activation && !relu;
+    if (!with_activation && output_overlaps_inputs(chain.gemm, chain.bias, nullptr, out)) continue;
+    const bool masked = with_activation && chain.mask != nullptr;
+    const bool relu = with_activation && !masked && chain.activation == kernels::UnaryKernel::relu;
+    const bool in_place = with_activation && !masked && !relu;
+    const void* mask = masked ? chain.mask : nullptr;
     kernels[chain.gemm_index] =
         chain.gemm.dtype == DType::float32
-            ? fused_kernel<float>(chain.gemm, chain.bias, out, relu, in_place, chain.activation)
-            : fused_kernel<double>(chain.gemm, chain.bias, out, relu, in_place, chain.activation);
+            ? fused_kernel<float>(chain.gemm, chain.bias, mask, out, relu, in_place, chain.activation)
+            : fused_kernel<double>(chain.gemm, chain.bias, mask, out, relu, in_place, chain.activation);
     if (has_bias) removed[chain.add_index] = true;
     if (with_activation) removed[chain.activation_index] = true;
     ++fused;

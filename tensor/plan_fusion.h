@@ -7,7 +7,9 @@
 // relu's or tanh's backward keeps its input), so the GEMM can add the bias and apply relu while
 // the tile is still in registers, and write only the activation's output. Other activations
 // (tanh, sigmoid, ...) run in place on the GEMM's output in the same kernel, saving the buffer
-// and a kernel call. The bits are those of the three kernels: each step rounds as its op does.
+// and a kernel call. In the backward, the GEMM giving a hidden layer's gradient is followed by
+// relu's backward (keep the gradient where relu's output is positive): that mask is an epilogue
+// too. The bits are those of the separate kernels: each step rounds (or selects) as its op does.
 //
 // How it decides (the recorder, tensor/plan.h, calls the note_* hooks below right after the
 // op's kernel was recorded): a chain is a GEMM kernel, then a bias-add kernel reading exactly the
@@ -16,7 +18,10 @@
 // it skips (the GEMM's output, the add's output) was never touched by a later kernel and died
 // during the recording: nothing in the plan or outside it can read it. Anything else (the buffer
 // returned, saved by the tape and read by a backward, viewed by another op) keeps the kernels
-// as recorded. CompileStats::fused_epilogues counts the fused chains; CompileOptions::fuse turns
+// as recorded. The fused kernel writes its output while the GEMM still reads A, B (and the bias
+// or mask), so that output must not sit where they do: while a chain may still grow, blocks
+// freed meanwhile are held back by the arena (PlanRecorder::hold_freed_blocks_through), and a
+// chain whose output overlaps them anyway stays unfused. CompileStats::fused_epilogues counts the fused chains; CompileOptions::fuse turns
 // fusion off (for comparing).
 //
 // What it is not for: fusing elementwise chains in general (this is the one pattern that
@@ -63,6 +68,9 @@ void note_bias_add(const void* first, const void* second, void* out_data, const 
                    int64_t n);
 // out = op(x) elementwise over out's numel contiguous elements, by kernels::unary_kernel.
 void note_activation(kernels::UnaryKernel op, const void* x, void* out_data, const Tensor& out);
+// out = y > 0 ? g : 0 (relu's backward) over out's numel contiguous elements, g and y laid out
+// like out.
+void note_relu_backward(const void* g, const void* y, void* out_data, const Tensor& out);
 
 }  // namespace detail
 
@@ -71,10 +79,12 @@ class EpilogueFuser {
  public:
   EpilogueFuser() = default;
 
-  void gemm(const detail::GemmCall& call, const std::shared_ptr<Storage>& out, size_t kernel_index);
-  void bias_add(const void* first, const void* second, DType dtype, const std::shared_ptr<Storage>& out_storage,
+  // gemm and bias_add return true when the chain may grow by the next kernel.
+  bool gemm(const detail::GemmCall& call, const std::shared_ptr<Storage>& out, size_t kernel_index);
+  bool bias_add(const void* first, const void* second, DType dtype, const std::shared_ptr<Storage>& out_storage,
                 void* out, int64_t rows, int64_t n, size_t kernel_index);
   void activation(kernels::UnaryKernel op, const void* x, DType dtype, void* out, int64_t numel, size_t kernel_index);
+  void relu_backward(const void* g, const void* y, DType dtype, void* out, int64_t numel, size_t kernel_index);
   // A kernel about to be recorded takes a pointer into `storage`.
   void touched(const Storage* storage) {
     if (!watched_.empty()) check_watched(storage);
@@ -93,6 +103,8 @@ class EpilogueFuser {
     kernels::UnaryKernel activation{};
     void* activation_out = nullptr;
     size_t activation_index = 0;
+    const void* mask = nullptr;  // a relu backward after the GEMM: its output is activation_out
+
     bool used_later[2] = {false, false};  // per link (see Watched), by a kernel after the chain
     std::weak_ptr<Storage> skipped[2];    // the buffers the links skip
   };

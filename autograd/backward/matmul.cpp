@@ -24,10 +24,9 @@ void matmul_backward(const BackwardContext& c, std::span<Tensor> dx) {
     b = b.unsqueeze(1);
     g = g.unsqueeze(-1);  // restore the n = 1 axis
   }
-  if (c.needs_grad(0)) {
-    Tensor da = matmul(g, b.mT());  // [..., m, k]
-    dx[0] = a_vector ? da.squeeze(-2) : da;
-  }
+  // dB before dA: the GEMM for dA is then the last kernel of this backward, directly before the
+  // backward of whatever made A (relu's, in a network), which a compiled plan can fold into it
+  // as an epilogue (tensor/plan_fusion.h). The two GEMMs are independent; the order changes no value.
   if (c.needs_grad(1)) {
     if (b.rank() == 2 && a.rank() >= 3) {
       // A weight shared by every row of a batch ([B, L, k] @ [k, n], a layer on slices): one GEMM
@@ -43,6 +42,10 @@ void matmul_backward(const BackwardContext& c, std::span<Tensor> dx) {
       Tensor db = matmul(a.mT(), g);  // [..., k, n]
       dx[1] = b_vector ? db.squeeze(-1) : db;
     }
+  }
+  if (c.needs_grad(0)) {
+    Tensor da = matmul(g, b.mT());  // [..., m, k]
+    dx[0] = a_vector ? da.squeeze(-2) : da;
   }
 }
 

@@ -12,6 +12,7 @@
 #include "../../kernels/elementwise/activation_backward.h"
 #include "../../kernels/elementwise/elementwise.h"
 #include "../../tensor/ops.h"
+#include "../../tensor/plan_fusion.h"
 #include "../derivatives.h"
 
 namespace ctrax::autograd_detail {
@@ -166,9 +167,14 @@ void relu_backward(const BackwardContext& c, std::span<Tensor> dx) {
     dispatch_floating(g.dtype(), [&](auto tag) {
       using T = decltype(tag);
       detail::KernelScope scope;
-      detail::run_kernel([gp = g.data<T>(), yp = y.data<T>(), o = out.data<T>(), n = g.numel()] {
+      const T* gp = g.data<T>();
+      const T* yp = y.data<T>();
+      T* o = out.data<T>();
+      detail::run_kernel([gp, yp, o, n = g.numel()] {
         kernels::binary_kernel(kernels::BinaryKernel::relu_backward, gp, 1, yp, 1, o, n);
       });
+      // A compiled plan may fold this into the GEMM that computed g (tensor/plan_fusion.h).
+      detail::note_relu_backward(gp, yp, o, out);
     });
     dx[0] = out;
     return;

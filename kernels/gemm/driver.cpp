@@ -138,6 +138,7 @@ void blocked_gemm(const KernelSpec<T>& spec, const Problem& p, T alpha, const T*
             tile.a = a_block + ir * a_panel_step;
             tile.m = static_cast<int>(std::min(mr, mc - ir));
             tile.c = c_col + ir * p.ldc;
+            tile.mask = last_block && epilogue.mask != nullptr ? epilogue.mask + (tile.c - c) : nullptr;
             spec.kernel(tile);
           }
         }
@@ -168,6 +169,7 @@ void threaded_gemm(const KernelSpec<T>& spec, const Problem& p, T alpha, const T
       const T* b_part = p.trans_b ? b + j0 * p.ldb : b + j0;
       GemmEpilogue<T> part_epilogue = epilogue;
       if (epilogue.bias != nullptr) part_epilogue.bias = epilogue.bias + j0;
+      if (epilogue.mask != nullptr) part_epilogue.mask = epilogue.mask + j0;
       blocked_gemm(spec, part, alpha, a, b_part, beta, c + j0, part_epilogue);
     });
   } else {
@@ -176,7 +178,9 @@ void threaded_gemm(const KernelSpec<T>& spec, const Problem& p, T alpha, const T
       Problem part = p;
       part.m = i1 - i0;
       const T* a_part = p.trans_a ? a + i0 : a + i0 * p.lda;
-      blocked_gemm(spec, part, alpha, a_part, b, beta, c + i0 * p.ldc, epilogue);
+      GemmEpilogue<T> part_epilogue = epilogue;
+      if (epilogue.mask != nullptr) part_epilogue.mask = epilogue.mask + i0 * p.ldc;
+      blocked_gemm(spec, part, alpha, a_part, b, beta, c + i0 * p.ldc, part_epilogue);
     });
   }
 }
@@ -235,7 +239,7 @@ void native_gemm(const KernelSpec<T>& spec, bool trans_a, bool trans_b, int64_t 
                  T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc,
                  const GemmEpilogue<T>& epilogue) {
   if (m == 0 || n == 0) return;
-  const bool has_epilogue = epilogue.bias != nullptr || epilogue.relu;
+  const bool has_epilogue = epilogue.bias != nullptr || epilogue.relu || epilogue.mask != nullptr;
   if (k == 0 || alpha == T(0)) {
     scale_c(m, n, beta, c, ldc);
     if (has_epilogue) apply_epilogue_rows(m, n, c, ldc, epilogue);

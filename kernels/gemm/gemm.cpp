@@ -137,6 +137,10 @@ void apply_epilogue(int64_t m, int64_t n, T* c, int64_t ldc, const GemmEpilogue<
       for (int64_t j = 0; j < n; ++j) row[j] = row[j] + epilogue.bias[j];
     if (epilogue.relu)
       for (int64_t j = 0; j < n; ++j) row[j] = row[j] <= T(0) ? T(0) : row[j];
+    if (epilogue.mask != nullptr) {
+      const T* mask = epilogue.mask + i * ldc;
+      for (int64_t j = 0; j < n; ++j) row[j] = mask[j] > T(0) ? row[j] : T(0);
+    }
   }
 }
 

@@ -40,9 +40,10 @@ struct TileArgs {
   int m;  // 1..MR
   int n;  // 1..NR
   // The epilogue (kernels/gemm.h), set on the last k block only: bias[j] for the tile's column j
-  // (null: none), then relu.
+  // (null: none), then relu, then the mask (the tile's corner of it, with C's ldc; null: none).
   const T* bias;
   bool relu;
+  const T* mask;
 };
 
 template <typename T>

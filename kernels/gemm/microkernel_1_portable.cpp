@@ -26,6 +26,7 @@ struct Scalar1 {
   static V mul(V a, V b) { return a * b; }
   static V add(V a, V b) { return a + b; }
   static V relu(V x) { return x <= V(0) ? V(0) : x; }
+  static V where_positive(V m, V x) { return m > V(0) ? x : V(0); }
   static void store(T* p, V v) { *p = v; }
   static void store_masked(T* p, Mask, V v) { *p = v; }
   static Mask mask_first(int) { return 1; }

@@ -40,6 +40,8 @@ struct F32x8 {
   static V add(V a, V b) { return _mm256_add_ps(a, b); }
   // x <= 0 ? +0 : x (an ordered compare: NaN stays NaN).
   static V relu(V x) { return _mm256_blendv_ps(x, zero(), _mm256_cmp_ps(x, zero(), _CMP_LE_OQ)); }
+  // m > 0 ? x : +0 (ordered: a NaN m gives 0).
+  static V where_positive(V m, V x) { return _mm256_and_ps(x, _mm256_cmp_ps(m, zero(), _CMP_GT_OQ)); }
   static void store(T* p, V v) { _mm256_storeu_ps(p, v); }
   static void store_masked(T* p, Mask m, V v) { _mm256_maskstore_ps(p, m, v); }
   static Mask mask_first(int lanes) {
@@ -81,6 +83,7 @@ struct F64x4 {
   static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
   static V add(V a, V b) { return _mm256_add_pd(a, b); }
   static V relu(V x) { return _mm256_blendv_pd(x, zero(), _mm256_cmp_pd(x, zero(), _CMP_LE_OQ)); }
+  static V where_positive(V m, V x) { return _mm256_and_pd(x, _mm256_cmp_pd(m, zero(), _CMP_GT_OQ)); }
   static void store(T* p, V v) { _mm256_storeu_pd(p, v); }
   static void store_masked(T* p, Mask m, V v) { _mm256_maskstore_pd(p, m, v); }
   // A double lane is two 32-bit mask entries; vmaskmovpd reads the top bit of each 64-bit lane.

@@ -34,6 +34,8 @@ struct F32x16 {
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
   // x <= 0 ? +0 : x (an ordered compare: NaN stays NaN).
   static V relu(V x) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, zero(), _CMP_LE_OQ), x, zero()); }
+  // m > 0 ? x : +0 (ordered: a NaN m gives 0).
+  static V where_positive(V m, V x) { return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(m, zero(), _CMP_GT_OQ), x); }
   static void store(T* p, V v) { _mm512_storeu_ps(p, v); }
   static void store_masked(T* p, Mask m, V v) { _mm512_mask_storeu_ps(p, m, v); }
   static Mask mask_first(int lanes) { return static_cast<Mask>((1u << lanes) - 1u); }
@@ -82,6 +84,7 @@ struct F64x8 {
   static V mul(V a, V b) { return _mm512_mul_pd(a, b); }
   static V add(V a, V b) { return _mm512_add_pd(a, b); }
   static V relu(V x) { return _mm512_mask_blend_pd(_mm512_cmp_pd_mask(x, zero(), _CMP_LE_OQ), x, zero()); }
+  static V where_positive(V m, V x) { return _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(m, zero(), _CMP_GT_OQ), x); }
   static void store(T* p, V v) { _mm512_storeu_pd(p, v); }
   static void store_masked(T* p, Mask m, V v) { _mm512_mask_storeu_pd(p, m, v); }
   static Mask mask_first(int lanes) { return static_cast<Mask>((1u << lanes) - 1u); }

@@ -24,8 +24,8 @@
 // Vec and -m flags), or C with at most kNarrowMaxCols columns (narrow_body.h).
 
 // The end of a tile that has an epilogue (kernels/gemm.h: GemmEpilogue): each value is formed
-// as in tile_kernel's plain stores, then the bias is added and relu applied, each its own
-// rounding step, so the bits are those of the GEMM followed by the separate ops. Inlined: a call
+// as in tile_kernel's plain stores, then the bias is added, relu applied and the mask applied,
+// each its own step, so the bits are those of the GEMM followed by the separate ops. Inlined: a call
 // taking the accumulators by reference would make GCC keep them in memory through the k loop.
 template <class Vec, int M, int NV>
 [[gnu::always_inline]] inline void store_with_epilogue(const TileArgs<typename Vec::T>& t, const typename Vec::V (&acc)[M][NV],
@@ -59,6 +59,10 @@ template <class Vec, int M, int NV>
       }
       if (t.bias != nullptr) x = Vec::add(x, bias[v]);
       if (t.relu) x = Vec::relu(x);
+      if (t.mask != nullptr) {
+        const T* m = t.mask + i * t.ldc + v * W;
+        x = Vec::where_positive(partial ? Vec::load_masked(m, last_mask) : Vec::load(m), x);
+      }
       if (partial)
         Vec::store_masked(row + v * W, last_mask, x);
       else
@@ -141,7 +145,7 @@ void tile_kernel(const TileArgs<typename Vec::T>& t) {
   // A masked store only where the last vector is partial: AMD's Zen cores take about a dozen
   // cycles per vmaskmovps store, which cost more than the whole k loop of a k <= 8 tile.
   const bool full = last_lanes == W;
-  if (t.bias != nullptr || t.relu) [[unlikely]] {
+  if (t.bias != nullptr || t.relu || t.mask != nullptr) [[unlikely]] {
     store_with_epilogue<Vec, M, NV>(t, acc, last_mask, full);
     return;
   }

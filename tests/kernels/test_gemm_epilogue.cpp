@@ -1,7 +1,8 @@
 // GEMM epilogues (kernels/gemm.h: sgemm_fused, dgemm_fused): bit for bit the GEMM (alpha 1,
-// beta 0) followed by the separate bias add and relu, on every micro-kernel the CPU runs and on
-// OpenBLAS, through the register-tile path (full and partial tiles, several k blocks, threads)
-// and the narrow-C path, with NaN, infinite, negative and signed-zero values.
+// beta 0) followed by the separate bias add, relu and relu-backward mask, in every combination,
+// on every micro-kernel the CPU runs and on OpenBLAS, through the register-tile path (full and
+// partial tiles, several k blocks, threads) and the narrow-C path, with NaN, infinite, negative
+// and signed-zero values.
 #include <ctrax/kernels/gemm.h>
 #include <ctrax/kernels/parallel.h>
 #include <doctest/doctest.h>
@@ -77,9 +78,15 @@ void check_problem(const std::string& what, bool ta, bool tb, int64_t m, int64_t
     a[ta ? 1 : lda + 1] = std::numeric_limits<T>::quiet_NaN();
     a[a.size() - 1] = std::numeric_limits<T>::infinity();
   }
-  for (bool with_bias : {false, true})
-    for (bool relu : {false, true}) {
-      if (!with_bias && !relu) continue;
+  // The mask (relu's output in a backward): positive, zero, -0, negative and NaN entries.
+  std::vector<T> mask(m * ldc);
+  for (size_t i = 0; i < mask.size(); ++i) {
+    const int kind = static_cast<int>(i % 5);
+    mask[i] = kind == 0 ? T(0) : kind == 1 ? T(-0.0) : kind == 2 ? std::numeric_limits<T>::quiet_NaN()
+                                                                 : static_cast<T>(u(rng));
+  }
+  for (int combination = 1; combination < 8; ++combination) {
+    const bool with_bias = combination & 1, relu = combination & 2, with_mask = combination & 4;
       std::vector<T> expected(m * ldc, T(7)), got(m * ldc, std::numeric_limits<T>::quiet_NaN());
       plain_gemm<T>(ta, tb, m, n, k, a.data(), lda, b.data(), ldb, expected.data(), ldc);
       for (int64_t i = 0; i < m; ++i)
@@ -87,19 +94,21 @@ void check_problem(const std::string& what, bool ta, bool tb, int64_t m, int64_t
           T& x = expected[i * ldc + j];
           if (with_bias) x = x + bias[j];
           if (relu) x = x <= T(0) ? T(0) : x;
+          if (with_mask) x = mask[i * ldc + j] > T(0) ? x : T(0);
         }
       fused_gemm<T>(ta, tb, m, n, k, a.data(), lda, b.data(), ldb, got.data(), ldc,
-                    GemmEpilogue<T>{with_bias ? bias.data() : nullptr, relu});
+                    GemmEpilogue<T>{with_bias ? bias.data() : nullptr, relu, with_mask ? mask.data() : nullptr});
       // How often relu met a -0 (see above; FMA kernels only: without FMA the first product's -0
       // plus the accumulator's +0 is +0).
-      if (n > 3 && with_bias && !relu && expected[3] == T(0) && std::signbit(expected[3])) ++g_negative_zeros;
+      if (n > 3 && with_bias && !relu && !with_mask && expected[3] == T(0) && std::signbit(expected[3])) ++g_negative_zeros;
       int64_t wrong = 0;
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) wrong += bits(got[i * ldc + j]) != bits(expected[i * ldc + j]);
       // Outside the m x n block (the ldc padding) nothing is written.
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = n; j < ldc; ++j) wrong += !std::isnan(got[i * ldc + j]);
-      INFO(what, " ta=", ta, " tb=", tb, " m=", m, " n=", n, " k=", k, " bias=", with_bias, " relu=", relu);
+      INFO(what, " ta=", ta, " tb=", tb, " m=", m, " n=", n, " k=", k, " bias=", with_bias, " relu=", relu,
+           " mask=", with_mask);
       CHECK(wrong == 0);
     }
 }
@@ -121,7 +130,7 @@ void check_shapes(const std::string& what) {
 
 }  // namespace
 
-TEST_CASE("gemm epilogue: bias and relu give the bits of the separate ops, every micro-kernel") {
+TEST_CASE("gemm epilogue: bias, relu and mask give the bits of the separate ops, every micro-kernel") {
   StateGuard guard;
   set_gemm_backend(GemmBackend::native);
   for (int threads : {1, 2}) {

@@ -12,6 +12,7 @@
 #include <ctrax/autograd/grad.h>
 #include <ctrax/tensor/compile.h>
 #include <ctrax/tensor/ops.h>
+#include <ctrax/tensor/plan_fusion.h>
 
 #include "test_util.h"
 
@@ -197,19 +198,39 @@ TEST_CASE("plan fusion: a buffer read after the chain keeps its kernels") {
   }
 }
 
-TEST_CASE("plan fusion: an output the arena places over the GEMM's packed operand stays unfused") {
+TEST_CASE("plan fusion: a temporary the matmul packed its operand into is held back, so the chain fuses") {
   // Every other column of x: no GEMM layout reads that in place, so matmul packs it into a
-  // temporary, which dies when matmul returns; the add's output, the same size, is given its
-  // block. The separate kernels run in turn and do not mind; a fused GEMM would write its output
-  // over the A it is still reading.
+  // temporary, which dies when matmul returns. Without the arena holding freed blocks back while
+  // the chain may grow, the add's output (the same size) would take that block, and a fused GEMM
+  // would write its output over the A it is still reading.
   const Tensor w = test::random_tensor({8, 8}, DType::float32, 3);
   const Tensor b = test::random_tensor({8}, DType::float32, 4);
   const Fn f = [&](const std::vector<Tensor>& in) {
     return std::vector<Tensor>{add(matmul(in[0].slice(1, 0, 16, 2), w), b)};
   };
   const auto [fused, saved] = check_against_eager(f, {8, 16}, DType::float32);
-  CHECK(fused == 0);
-  CHECK(saved == 0);
+  CHECK(fused == 1);
+  CHECK(saved == 1);
+}
+
+TEST_CASE("plan fusion: the fuser leaves a chain whose output overlaps the GEMM's operands or the bias") {
+  // The fuser on its own, with buffers placed by hand: the last line of defence should a block
+  // still land on an operand.
+  std::vector<float> a(8 * 8), b(8 * 8), bias(8), elsewhere(8 * 8);
+  for (int where = 0; where < 4; ++where) {
+    Tensor c = empty({8, 8}, DType::float32);
+    Tensor out_tensor = empty({8, 8}, DType::float32);
+    float* out = where == 0 ? elsewhere.data() : where == 1 ? a.data() + 3 : where == 2 ? b.data() : bias.data();
+    EpilogueFuser fuser;
+    const detail::GemmCall call{DType::float32, false, false, 8, 8, 8, a.data(), 8, b.data(), 8, c.raw_data(), 8};
+    REQUIRE(fuser.gemm(call, c.storage(), 0));
+    REQUIRE(fuser.bias_add(c.raw_data(), bias.data(), DType::float32, out_tensor.storage(), out, 8, 8, 1));
+    c = Tensor();  // the GEMM's output dies untouched
+    std::vector<PlanKernel> kernels{[] {}, [] {}};
+    INFO("output placed at ", where);
+    CHECK(fuser.apply(kernels) == (where == 0 ? 1 : 0));
+    CHECK(kernels.size() == (where == 0 ? 1u : 2u));
+  }
 }
 
 TEST_CASE("plan fusion: a training step's forward layers fuse and its gradients equal eager") {
@@ -234,4 +255,29 @@ TEST_CASE("plan fusion: a training step's forward layers fuse and its gradients 
   // The three forward layers at least (relu and tanh keep only their outputs for the backward).
   CHECK(fused >= 3);
   CHECK(saved >= 5);
+}
+
+TEST_CASE("plan fusion: relu's backward folds into the GEMM of the gradient before it") {
+  // Forward: three chains (two with relu, the output layer's bias). Backward: the gradient of
+  // each hidden layer's output is a GEMM followed by relu's backward: two more.
+  const Tensor w1 = test::random_tensor({3, 24}, DType::float64, 1);
+  const Tensor b1 = test::random_tensor({24}, DType::float64, 2);
+  const Tensor w2 = test::random_tensor({24, 24}, DType::float64, 3);
+  const Tensor b2 = test::random_tensor({24}, DType::float64, 4);
+  const Tensor w3 = test::random_tensor({24, 1}, DType::float64, 5);
+  const Tensor b3 = test::random_tensor({1}, DType::float64, 6);
+  const auto loss = [](const std::vector<Tensor>& p, const Tensor& x) {
+    const Tensor h1 = relu(add(matmul(x, p[0]), p[1]));
+    const Tensor h2 = relu(add(matmul(h1, p[2]), p[3]));
+    return mean(square(add(matmul(h2, p[4]), p[5])));
+  };
+  const Fn step = [&](const std::vector<Tensor>& in) {
+    auto r = value_and_grad(loss)(std::vector<Tensor>{w1, b1, w2, b2, w3, b3}, in[0]);
+    std::vector<Tensor> out{r.value};
+    out.insert(out.end(), r.grad.begin(), r.grad.end());
+    return out;
+  };
+  const auto [fused, saved] = check_against_eager(step, {40, 3}, DType::float64);
+  CHECK(fused == 5);
+  CHECK(saved == 7);
 }
