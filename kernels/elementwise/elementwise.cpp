@@ -116,10 +116,38 @@ inline void unary_switch(UnaryKernel op, const T* x, T* out, int64_t n) {
   }
 }
 
+// B columns summed over all the rows with their sums held in registers (a fixed-size local
+// array the compiler keeps in vectors), then stored once.
+template <int B, typename T>
+inline void accumulate_columns(const T* x, int64_t rows, int64_t row_stride, double* acc) {
+  double sums[B];
+#pragma GCC unroll 16
+  for (int j = 0; j < B; ++j) sums[j] = acc[j];
+  for (int64_t r = 0; r < rows; ++r, x += row_stride)
+#pragma GCC unroll 16
+    for (int j = 0; j < B; ++j) sums[j] += static_cast<double>(x[j]);
+#pragma GCC unroll 16
+  for (int j = 0; j < B; ++j) acc[j] = sums[j];
+}
+
+// Columns in blocks of 16, then 8, then the rest one row at a time. Every acc[j] still adds its
+// column's values in row order, so the bits are those of the plain row-by-row loop; that loop
+// kept the sums in memory (a load and a store per element and row) and ran 3.6x slower on the
+// [256, 64] bias gradients of a PPO minibatch.
 template <typename T>
 inline void accumulate_loop(const T* x, int64_t rows, int64_t row_stride, double* acc, int64_t n) {
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) accumulate_columns<16>(x + j, rows, row_stride, acc + j);
+  if (j + 8 <= n) {
+    accumulate_columns<8>(x + j, rows, row_stride, acc + j);
+    j += 8;
+  }
+  if (j == n) return;
+  x += j;
+  acc += j;
+  n -= j;
   for (int64_t r = 0; r < rows; ++r, x += row_stride)
-    for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<double>(x[j]);
+    for (int64_t q = 0; q < n; ++q) acc[q] += static_cast<double>(x[q]);
 }
 
 // ---- the variants -------------------------------------------------------------------------
