@@ -25,11 +25,14 @@
 
 // The end of a tile that has an epilogue (kernels/gemm.h: GemmEpilogue): each value is formed
 // as in tile_kernel's plain stores, then the bias is added, relu applied and the mask applied,
-// each its own step, so the bits are those of the GEMM followed by the separate ops. Inlined: a call
-// taking the accumulators by reference would make GCC keep them in memory through the k loop.
-template <class Vec, int M, int NV>
-[[gnu::always_inline]] inline void store_with_epilogue(const TileArgs<typename Vec::T>& t, const typename Vec::V (&acc)[M][NV],
-                                           typename Vec::Mask last_mask, bool full) {
+// each its own step, so the bits are those of the GEMM followed by the separate ops. One copy
+// per combination of steps (and full or partial last vector), so none of them is a branch per
+// vector; the rows are a plain loop, the M of the tile being only a bound. The accumulators
+// arrive as a copy: taking the address of tile_kernel's own would make GCC keep them in memory
+// through the k loop.
+template <class Vec, int NV, bool kBias, bool kRelu, bool kMask, bool kFull>
+[[gnu::noinline]] void store_with_epilogue(const TileArgs<typename Vec::T>& t, const typename Vec::V* acc, int m,
+                                           typename Vec::Mask last_mask) {
   using T = typename Vec::T;
   using V = typename Vec::V;
   constexpr int W = Vec::W;
@@ -37,31 +40,26 @@ template <class Vec, int M, int NV>
   const V beta = Vec::set1(t.beta);
   const bool read_c = t.beta != T(0);
   V bias[NV];
+  if constexpr (kBias) {
 #pragma GCC unroll 8
-  for (int v = 0; v < NV; ++v) {
-    const bool partial = v == NV - 1 && !full;
-    bias[v] = t.bias == nullptr ? Vec::zero()
-              : partial         ? Vec::load_masked(t.bias + v * W, last_mask)
-                                : Vec::load(t.bias + v * W);
+    for (int v = 0; v < NV; ++v)
+      bias[v] = !kFull && v == NV - 1 ? Vec::load_masked(t.bias + v * W, last_mask) : Vec::load(t.bias + v * W);
   }
-#pragma GCC unroll 16
-  for (int i = 0; i < M; ++i) {
+  for (int i = 0; i < m; ++i) {
     T* row = t.c + i * t.ldc;
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) {
-      const bool partial = v == NV - 1 && !full;
-      V x;
+      const bool partial = !kFull && v == NV - 1;
+      V x = Vec::mul(alpha, acc[i * NV + v]);
       if (read_c) {
         const V old = Vec::mul(beta, partial ? Vec::load_masked(row + v * W, last_mask) : Vec::load(row + v * W));
-        x = Vec::fma(alpha, acc[i][v], old);
-      } else {
-        x = Vec::mul(alpha, acc[i][v]);
+        x = Vec::fma(alpha, acc[i * NV + v], old);
       }
-      if (t.bias != nullptr) x = Vec::add(x, bias[v]);
-      if (t.relu) x = Vec::relu(x);
-      if (t.mask != nullptr) {
-        const T* m = t.mask + i * t.ldc + v * W;
-        x = Vec::where_positive(partial ? Vec::load_masked(m, last_mask) : Vec::load(m), x);
+      if constexpr (kBias) x = Vec::add(x, bias[v]);
+      if constexpr (kRelu) x = Vec::relu(x);
+      if constexpr (kMask) {
+        const T* mask = t.mask + i * t.ldc + v * W;
+        x = Vec::where_positive(partial ? Vec::load_masked(mask, last_mask) : Vec::load(mask), x);
       }
       if (partial)
         Vec::store_masked(row + v * W, last_mask, x);
@@ -69,6 +67,24 @@ template <class Vec, int M, int NV>
         Vec::store(row + v * W, x);
     }
   }
+}
+
+// store_with_epilogue for the tile's combination of steps.
+template <class Vec, int NV>
+void dispatch_epilogue(const TileArgs<typename Vec::T>& t, const typename Vec::V* acc, int m,
+                       typename Vec::Mask last_mask, bool full) {
+  using Store = void (*)(const TileArgs<typename Vec::T>&, const typename Vec::V*, int, typename Vec::Mask);
+  static constexpr Store kStores[16] = {
+      &store_with_epilogue<Vec, NV, false, false, false, false>, &store_with_epilogue<Vec, NV, true, false, false, false>,
+      &store_with_epilogue<Vec, NV, false, true, false, false>,  &store_with_epilogue<Vec, NV, true, true, false, false>,
+      &store_with_epilogue<Vec, NV, false, false, true, false>,  &store_with_epilogue<Vec, NV, true, false, true, false>,
+      &store_with_epilogue<Vec, NV, false, true, true, false>,   &store_with_epilogue<Vec, NV, true, true, true, false>,
+      &store_with_epilogue<Vec, NV, false, false, false, true>,  &store_with_epilogue<Vec, NV, true, false, false, true>,
+      &store_with_epilogue<Vec, NV, false, true, false, true>,   &store_with_epilogue<Vec, NV, true, true, false, true>,
+      &store_with_epilogue<Vec, NV, false, false, true, true>,   &store_with_epilogue<Vec, NV, true, false, true, true>,
+      &store_with_epilogue<Vec, NV, false, true, true, true>,    &store_with_epilogue<Vec, NV, true, true, true, true>};
+  const int which = (t.bias != nullptr) | (t.relu << 1) | ((t.mask != nullptr) << 2) | (full << 3);
+  kStores[which](t, acc, m, last_mask);
 }
 
 template <class Vec, int M, int NV, bool kRowsA>
@@ -146,7 +162,12 @@ void tile_kernel(const TileArgs<typename Vec::T>& t) {
   // cycles per vmaskmovps store, which cost more than the whole k loop of a k <= 8 tile.
   const bool full = last_lanes == W;
   if (t.bias != nullptr || t.relu || t.mask != nullptr) [[unlikely]] {
-    store_with_epilogue<Vec, M, NV>(t, acc, last_mask, full);
+    V copy[M * NV];
+#pragma GCC unroll 16
+    for (int i = 0; i < M; ++i)
+#pragma GCC unroll 16
+      for (int v = 0; v < NV; ++v) copy[i * NV + v] = acc[i][v];
+    dispatch_epilogue<Vec, NV>(t, copy, M, last_mask, full);
     return;
   }
   if (t.beta == T(0)) {
