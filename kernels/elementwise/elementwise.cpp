@@ -136,6 +136,7 @@ inline void accumulate_columns(const T* x, int64_t rows, int64_t row_stride, dou
 // [256, 64] bias gradients of a PPO minibatch.
 template <typename T>
 inline void accumulate_loop(const T* x, int64_t rows, int64_t row_stride, double* acc, int64_t n) {
+  if (rows == 0) return;  // nothing to add, and x may be null (no offset may be applied to it)
   int64_t j = 0;
   for (; j + 16 <= n; j += 16) accumulate_columns<16>(x + j, rows, row_stride, acc + j);
   if (j + 8 <= n) {
