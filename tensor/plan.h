@@ -74,8 +74,10 @@ class PlanRecorder {
   // Host values the recorded function read, with the value each had (see depend_on_value).
   std::vector<std::pair<std::shared_ptr<const double>, double>>& value_guards() { return guards_; }
   // Whether stop() fuses GEMM epilogues (tensor/plan_fusion.h; on by default), and how many
-  // chains it fused.
+  // chains it fused. Set before the first op: when off, no chain is tracked and no freed block
+  // is held back.
   void set_fusion(bool on) { fuse_ = on; }
+  bool fusion() const { return fuse_; }
   int64_t fused_epilogues() const { return fused_; }
   // What the ops tell about kernels that may fuse (tensor/plan_fusion.h).
   EpilogueFuser& fuser() { return *fuser_; }
@@ -150,6 +152,7 @@ class PlanArena {
   // While holding, a block given back is kept from take() until holding stops (see
   // PlanRecorder::hold_freed_blocks_through).
   void set_holding(bool on);
+  bool holding() const { return holding_; }
   // Bytes of all blocks.
   size_t bytes() const { return bytes_; }
 

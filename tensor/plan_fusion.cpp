@@ -2,6 +2,7 @@
 #include "plan_fusion.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "../kernels/gemm.h"
 #include "storage.h"
@@ -12,39 +13,41 @@ namespace ctrax {
 namespace detail {
 
 namespace {
-// The recorder to tell, when the op's kernel was just recorded (not run inside another kernel).
-PlanRecorder* recorder_of_this_op() {
+// The recorder to tell and the index of the kernel it just recorded for the op; nothing when no
+// plan is being recorded, the op runs inside another recorded kernel, or the recording does not
+// fuse (then no chain is tracked and no freed block is held back).
+struct RecordedOp {
+  PlanRecorder* recorder;
+  size_t index;
+};
+std::optional<RecordedOp> recorded_op() {
   const CaptureState& s = t_capture_state;
-  return s.recorder != nullptr && !s.in_kernel ? s.recorder : nullptr;
+  if (s.recorder == nullptr || s.in_kernel || !s.recorder->fusion() || s.recorder->kernels().empty())
+    return std::nullopt;
+  return RecordedOp{s.recorder, s.recorder->kernels().size() - 1};
 }
 }  // namespace
 
 void note_gemm(const GemmCall& call, const Tensor& out) {
-  PlanRecorder* recorder = recorder_of_this_op();
-  if (recorder == nullptr || recorder->kernels().empty()) return;
-  const size_t index = recorder->kernels().size() - 1;
-  if (recorder->fuser().gemm(call, out.storage(), index))
-    recorder->hold_freed_blocks_through(static_cast<int64_t>(index) + 1);
+  const std::optional<RecordedOp> op = recorded_op();
+  if (op && op->recorder->fuser().gemm(call, out.storage(), op->index))
+    op->recorder->hold_freed_blocks_through(static_cast<int64_t>(op->index) + 1);
 }
 
 void note_bias_add(const void* first, const void* second, void* out_data, const Tensor& out, int64_t rows, int64_t n) {
-  PlanRecorder* recorder = recorder_of_this_op();
-  if (recorder == nullptr || recorder->kernels().empty()) return;
-  const size_t index = recorder->kernels().size() - 1;
-  if (recorder->fuser().bias_add(first, second, out.dtype(), out.storage(), out_data, rows, n, index))
-    recorder->hold_freed_blocks_through(static_cast<int64_t>(index) + 1);  // an activation may follow
+  const std::optional<RecordedOp> op = recorded_op();
+  if (op && op->recorder->fuser().bias_add(first, second, out.dtype(), out.storage(), out_data, rows, n, op->index))
+    op->recorder->hold_freed_blocks_through(static_cast<int64_t>(op->index) + 1);  // an activation may follow
 }
 
-void note_activation(kernels::UnaryKernel op, const void* x, void* out_data, const Tensor& out) {
-  PlanRecorder* recorder = recorder_of_this_op();
-  if (recorder == nullptr || recorder->kernels().empty()) return;
-  recorder->fuser().activation(op, x, out.dtype(), out_data, out.numel(), recorder->kernels().size() - 1);
+void note_activation(kernels::UnaryKernel kind, const void* x, void* out_data, const Tensor& out) {
+  if (const std::optional<RecordedOp> op = recorded_op())
+    op->recorder->fuser().activation(kind, x, out.dtype(), out_data, out.numel(), op->index);
 }
 
 void note_relu_backward(const void* g, const void* y, void* out_data, const Tensor& out) {
-  PlanRecorder* recorder = recorder_of_this_op();
-  if (recorder == nullptr || recorder->kernels().empty()) return;
-  recorder->fuser().relu_backward(g, y, out.dtype(), out_data, out.numel(), recorder->kernels().size() - 1);
+  if (const std::optional<RecordedOp> op = recorded_op())
+    op->recorder->fuser().relu_backward(g, y, out.dtype(), out_data, out.numel(), op->index);
 }
 
 }  // namespace detail
@@ -55,33 +58,45 @@ bool EpilogueFuser::gemm(const detail::GemmCall& call, const std::shared_ptr<Sto
   return true;
 }
 
+std::optional<std::pair<EpilogueFuser::LastGemm, std::shared_ptr<Storage>>> EpilogueFuser::take_gemm_before(
+    size_t kernel_index) {
+  std::unique_ptr<LastGemm> last = std::move(last_gemm_);
+  if (!last || last->index + 1 != kernel_index) return std::nullopt;  // not the kernel right after the GEMM
+  std::shared_ptr<Storage> out = last->out.lock();
+  if (!out) return std::nullopt;
+  return std::pair{*last, std::move(out)};
+}
+
+EpilogueFuser::Chain& EpilogueFuser::start_chain(const LastGemm& gemm, const std::shared_ptr<Storage>& gemm_out) {
+  Chain chain;
+  chain.gemm = gemm.call;
+  chain.gemm_index = gemm.index;
+  chains_.push_back(chain);
+  watch(chains_.size() - 1, 0, gemm_out);
+  return chains_.back();
+}
+
 bool EpilogueFuser::bias_add(const void* first, const void* second, DType dtype,
                              const std::shared_ptr<Storage>& out_storage, void* out, int64_t rows, int64_t n,
                              size_t kernel_index) {
-  std::unique_ptr<LastGemm> last = std::move(last_gemm_);
-  if (!last || last->index + 1 != kernel_index) return false;  // not the kernel right after the GEMM
-  const detail::GemmCall& g = last->call;
+  const auto last = take_gemm_before(kernel_index);
+  if (!last) return false;
+  const detail::GemmCall& g = last->first.call;
   if (dtype != g.dtype) return false;
   const void* bias = first == g.c ? second : second == g.c ? first : nullptr;
   if (bias == nullptr || bias == g.c || out == g.c) return false;
   if (g.n != n || g.ldc != n || g.m * g.n != rows * n) return false;
-  std::shared_ptr<Storage> skipped = last->out.lock();
-  if (!skipped) return false;
-  Chain chain;
-  chain.gemm = g;
-  chain.gemm_index = last->index;
+  Chain& chain = start_chain(last->first, last->second);
   chain.bias = bias;
   chain.add_out = out;
   chain.add_index = kernel_index;
   chain.skipped[1] = out_storage;
-  chains_.push_back(chain);
-  watch(chains_.size() - 1, 0, skipped);
   return true;
 }
 
 void EpilogueFuser::activation(kernels::UnaryKernel op, const void* x, DType dtype, void* out, int64_t numel,
                                size_t kernel_index) {
-  std::unique_ptr<LastGemm> last = std::move(last_gemm_);
+  const auto last = take_gemm_before(kernel_index);
   if (out == x) return;
   if (!chains_.empty()) {
     Chain& chain = chains_.back();
@@ -98,41 +113,29 @@ void EpilogueFuser::activation(kernels::UnaryKernel op, const void* x, DType dty
     }
   }
   // An activation straight after a GEMM (a Dense layer without a bias).
-  if (!last || last->index + 1 != kernel_index) return;
-  const detail::GemmCall& g = last->call;
+  if (!last) return;
+  const detail::GemmCall& g = last->first.call;
   if (x != g.c || g.dtype != dtype || g.ldc != g.n || numel != g.m * g.n) return;
-  std::shared_ptr<Storage> skipped = last->out.lock();
-  if (!skipped) return;
-  Chain chain;
-  chain.gemm = g;
-  chain.gemm_index = last->index;
+  Chain& chain = start_chain(last->first, last->second);
   chain.has_activation = true;
   chain.activation = op;
   chain.activation_out = out;
   chain.activation_index = kernel_index;
-  chains_.push_back(chain);
-  watch(chains_.size() - 1, 0, skipped);
 }
 
 void EpilogueFuser::relu_backward(const void* g, const void* y, DType dtype, void* out, int64_t numel,
                                   size_t kernel_index) {
-  std::unique_ptr<LastGemm> last = std::move(last_gemm_);
-  if (!last || last->index + 1 != kernel_index) return;
-  const detail::GemmCall& g_call = last->call;
+  const auto last = take_gemm_before(kernel_index);
+  if (!last) return;
+  const detail::GemmCall& g_call = last->first.call;
   if (g != g_call.c || y == g_call.c || out == g_call.c || out == y || g_call.dtype != dtype || g_call.ldc != g_call.n ||
       numel != g_call.m * g_call.n)
     return;
-  std::shared_ptr<Storage> skipped = last->out.lock();
-  if (!skipped) return;
-  Chain chain;
-  chain.gemm = g_call;
-  chain.gemm_index = last->index;
+  Chain& chain = start_chain(last->first, last->second);
   chain.has_activation = true;  // the mask stands in the activation's place
   chain.mask = y;
   chain.activation_out = out;
   chain.activation_index = kernel_index;
-  chains_.push_back(chain);
-  watch(chains_.size() - 1, 0, skipped);
 }
 
 void EpilogueFuser::watch(size_t chain, int link, const std::shared_ptr<Storage>& storage) {

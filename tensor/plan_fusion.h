@@ -31,6 +31,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "../kernels/elementwise/elementwise.h"
@@ -123,6 +125,11 @@ class EpilogueFuser {
     std::weak_ptr<Storage> out;
     size_t index;
   };
+  // The GEMM recorded right before kernel_index, and its output while it lives (taken: a chain
+  // only ever grows from the kernel that directly follows).
+  std::optional<std::pair<LastGemm, std::shared_ptr<Storage>>> take_gemm_before(size_t kernel_index);
+  // A new chain from that GEMM, watching its output.
+  Chain& start_chain(const LastGemm& gemm, const std::shared_ptr<Storage>& gemm_out);
   std::unique_ptr<LastGemm> last_gemm_;
   std::vector<Chain> chains_;
   std::vector<Watched> watched_;

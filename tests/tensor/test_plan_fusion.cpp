@@ -77,6 +77,17 @@ std::pair<int64_t, int64_t> check_against_eager(const Fn& f, const Shape& x_shap
   return {fused.stats.fused_epilogues, plain.stats.kernels - fused.stats.kernels};
 }
 
+// A training step as a function of the batch: the loss and the gradients of `params`.
+using LossFn = std::function<Tensor(const std::vector<Tensor>&, const Tensor&)>;
+Fn training_step(const LossFn& loss, const std::vector<Tensor>& params) {
+  return [loss, params](const std::vector<Tensor>& in) {
+    auto r = value_and_grad(loss)(params, in[0]);
+    std::vector<Tensor> out{r.value};
+    out.insert(out.end(), r.grad.begin(), r.grad.end());
+    return out;
+  };
+}
+
 Tensor activate(const std::string& activation, const Tensor& y) {
   if (activation == "relu") return relu(y);
   if (activation == "tanh") return tanh(y);
@@ -213,6 +224,23 @@ TEST_CASE("plan fusion: a temporary the matmul packed its operand into is held b
   CHECK(saved == 1);
 }
 
+TEST_CASE("plan fusion: a recording without fusion tracks no chain and holds no freed block back") {
+  const Tensor x = test::random_tensor({8, 8}, DType::float32, 1);
+  const Tensor w = test::random_tensor({8, 8}, DType::float32, 2);
+  for (const bool fuse : {true, false}) {
+    INFO("fuse ", fuse);
+    PlanRecorder recorder;
+    recorder.set_fusion(fuse);
+    Tensor y = matmul(x, w);  // a chain may grow from here: with fusion, freed blocks are held
+    CHECK(recorder.arena()->holding() == fuse);
+    y = relu(y);
+    const Tensor z = add(y, y);  // the chain can grow no more: held blocks are released
+    CHECK_FALSE(recorder.arena()->holding());
+    recorder.stop();
+    CHECK(recorder.fused_epilogues() == (fuse ? 1 : 0));
+  }
+}
+
 TEST_CASE("plan fusion: the fuser leaves a chain whose output overlaps the GEMM's operands or the bias") {
   // The fuser on its own, with buffers placed by hand: the last line of defence should a block
   // still land on an operand.
@@ -245,12 +273,7 @@ TEST_CASE("plan fusion: a training step's forward layers fuse and its gradients 
     const Tensor h2 = tanh(add(matmul(h1, p[2]), p[3]));
     return mean(square(add(matmul(h2, p[4]), p[5])));
   };
-  const Fn step = [&](const std::vector<Tensor>& in) {
-    auto r = value_and_grad(loss)(std::vector<Tensor>{w1, b1, w2, b2, w3, b3}, in[0]);
-    std::vector<Tensor> out{r.value};
-    out.insert(out.end(), r.grad.begin(), r.grad.end());
-    return out;
-  };
+  const Fn step = training_step(loss, {w1, b1, w2, b2, w3, b3});
   const auto [fused, saved] = check_against_eager(step, {16, 4}, DType::float32);
   // The three forward layers at least (relu and tanh keep only their outputs for the backward).
   CHECK(fused >= 3);
@@ -271,12 +294,7 @@ TEST_CASE("plan fusion: relu's backward folds into the GEMM of the gradient befo
     const Tensor h2 = relu(add(matmul(h1, p[2]), p[3]));
     return mean(square(add(matmul(h2, p[4]), p[5])));
   };
-  const Fn step = [&](const std::vector<Tensor>& in) {
-    auto r = value_and_grad(loss)(std::vector<Tensor>{w1, b1, w2, b2, w3, b3}, in[0]);
-    std::vector<Tensor> out{r.value};
-    out.insert(out.end(), r.grad.begin(), r.grad.end());
-    return out;
-  };
+  const Fn step = training_step(loss, {w1, b1, w2, b2, w3, b3});
   const auto [fused, saved] = check_against_eager(step, {40, 3}, DType::float64);
   CHECK(fused == 5);
   CHECK(saved == 7);
