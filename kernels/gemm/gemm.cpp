@@ -126,11 +126,11 @@ void dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double a
                            ldc);
 }
 
-namespace {
+namespace gemm_detail {
 // The epilogue as separate passes over C, for the backends and paths without it in the tile:
 // the same operations, element by element, as the fused tile epilogue.
 template <typename T>
-void apply_epilogue(int64_t m, int64_t n, T* c, int64_t ldc, const GemmEpilogue<T>& epilogue) {
+void apply_epilogue_rows(int64_t m, int64_t n, T* c, int64_t ldc, const GemmEpilogue<T>& epilogue) {
   for (int64_t i = 0; i < m; ++i) {
     T* row = c + i * ldc;
     if (epilogue.bias != nullptr)
@@ -143,7 +143,11 @@ void apply_epilogue(int64_t m, int64_t n, T* c, int64_t ldc, const GemmEpilogue<
     }
   }
 }
+template void apply_epilogue_rows<float>(int64_t, int64_t, float*, int64_t, const GemmEpilogue<float>&);
+template void apply_epilogue_rows<double>(int64_t, int64_t, double*, int64_t, const GemmEpilogue<double>&);
+}  // namespace gemm_detail
 
+namespace {
 template <typename T>
 void gemm_fused(const char* name, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a,
                 int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, const GemmEpilogue<T>& epilogue) {
@@ -154,22 +158,13 @@ void gemm_fused(const char* name, bool trans_a, bool trans_b, int64_t m, int64_t
       openblas_backend::sgemm(trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
     else
       openblas_backend::dgemm(trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
-    apply_epilogue(m, n, c, ldc, epilogue);
+    gemm_detail::apply_epilogue_rows(m, n, c, ldc, epilogue);
     return;
   }
   gemm_detail::native_gemm(active_spec<T>(), trans_a, trans_b, m, n, k, T(1), a, lda, b, ldb, T(0), c, ldc,
                            epilogue);
 }
 }  // namespace
-
-namespace gemm_detail {
-template <typename T>
-void apply_epilogue_rows(int64_t m, int64_t n, T* c, int64_t ldc, const GemmEpilogue<T>& epilogue) {
-  apply_epilogue(m, n, c, ldc, epilogue);
-}
-template void apply_epilogue_rows<float>(int64_t, int64_t, float*, int64_t, const GemmEpilogue<float>&);
-template void apply_epilogue_rows<double>(int64_t, int64_t, double*, int64_t, const GemmEpilogue<double>&);
-}  // namespace gemm_detail
 
 void sgemm_fused(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                  const float* b, int64_t ldb, float* c, int64_t ldc, const GemmEpilogue<float>& epilogue) {

@@ -14,27 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "gemm_test_util.h"
+
 using namespace ctrax::kernels;
+using ctrax::kernels::test::GemmStateGuard;
+using ctrax::kernels::test::supported_isas;
 
 namespace {
-
-// Restores backend, forced ISA and thread count.
-struct GemmStateGuard {
-  GemmBackend backend = gemm_backend();
-  int threads = num_threads();
-  ~GemmStateGuard() {
-    set_gemm_backend(backend);
-    force_gemm_isa(std::nullopt);
-    set_num_threads(threads);
-  }
-};
-
-std::vector<GemmIsa> supported_isas() {
-  std::vector<GemmIsa> isas;
-  for (GemmIsa isa : {GemmIsa::portable, GemmIsa::avx2, GemmIsa::avx512})
-    if (gemm_isa_supported(isa)) isas.push_back(isa);
-  return isas;
-}
 
 template <typename T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,

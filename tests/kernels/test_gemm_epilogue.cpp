@@ -3,6 +3,7 @@
 // on every micro-kernel the CPU runs and on OpenBLAS, through the register-tile path (full and
 // partial tiles, several k blocks, threads) and the narrow-C path, with NaN, infinite, negative
 // and signed-zero values.
+#include <ctrax/base/error.h>
 #include <ctrax/kernels/gemm.h>
 #include <ctrax/kernels/parallel.h>
 #include <doctest/doctest.h>
@@ -15,21 +16,15 @@
 #include <string>
 #include <vector>
 
+#include "gemm_test_util.h"
+
 using namespace ctrax::kernels;
+using ctrax::kernels::test::GemmStateGuard;
+using ctrax::kernels::test::supported_isas;
 
 namespace {
 
 int64_t g_negative_zeros = 0;
-
-struct StateGuard {
-  GemmBackend backend = gemm_backend();
-  int threads = num_threads();
-  ~StateGuard() {
-    set_gemm_backend(backend);
-    force_gemm_isa(std::nullopt);
-    set_num_threads(threads);
-  }
-};
 
 template <typename T>
 void plain_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
@@ -131,12 +126,11 @@ void check_shapes(const std::string& what) {
 }  // namespace
 
 TEST_CASE("gemm epilogue: bias, relu and mask give the bits of the separate ops, every micro-kernel") {
-  StateGuard guard;
+  GemmStateGuard guard;
   set_gemm_backend(GemmBackend::native);
   for (int threads : {1, 2}) {
     set_num_threads(threads);
-    for (GemmIsa isa : {GemmIsa::portable, GemmIsa::avx2, GemmIsa::avx512}) {
-      if (!gemm_isa_supported(isa)) continue;
+    for (GemmIsa isa : supported_isas()) {
       force_gemm_isa(isa);
       check_shapes<float>(std::string("sgemm_fused ") + gemm_isa_name(isa));
       check_shapes<double>(std::string("dgemm_fused ") + gemm_isa_name(isa));
@@ -147,18 +141,36 @@ TEST_CASE("gemm epilogue: bias, relu and mask give the bits of the separate ops,
 
 TEST_CASE("gemm epilogue: the openblas backend applies it after cblas") {
   if (!openblas_available()) return;
-  StateGuard guard;
+  GemmStateGuard guard;
   set_gemm_backend(GemmBackend::openblas);
   check_shapes<float>("sgemm_fused openblas");
   check_shapes<double>("dgemm_fused openblas");
 }
 
 TEST_CASE("gemm epilogue: k = 0 gives the epilogue of zeros") {
-  StateGuard guard;
+  GemmStateGuard guard;
   set_gemm_backend(GemmBackend::native);
   const std::vector<float> bias{-1.0f, 2.0f, -0.0f};
   std::vector<float> c(6, 5.0f);
   sgemm_fused(false, false, 2, 3, 0, nullptr, 1, nullptr, 3, c.data(), 3, GemmEpilogue<float>{bias.data(), true});
   const std::vector<float> expected{0.0f, 2.0f, 0.0f, 0.0f, 2.0f, 0.0f};
   for (size_t i = 0; i < c.size(); ++i) CHECK(bits(c[i]) == bits(expected[i]));
+}
+
+TEST_CASE("gemm epilogue: sgemm_fused and dgemm_fused reject bad arguments as sgemm does") {
+  float af[4] = {}, bf[4] = {}, cf[4] = {}, biasf[2] = {};
+  double ad[4] = {}, bd[4] = {}, cd[4] = {};
+  const GemmEpilogue<float> with_bias{biasf, true, nullptr};
+  CHECK_THROWS_WITH_AS(sgemm_fused(false, false, -1, 2, 2, af, 2, bf, 2, cf, 2, with_bias),
+                       doctest::Contains("sgemm_fused: sizes must be >= 0"), ctrax::Error);
+  CHECK_THROWS_WITH_AS(sgemm_fused(false, false, 2, 2, 2, af, 1, bf, 2, cf, 2, with_bias),
+                       doctest::Contains("sgemm_fused: lda=1"), ctrax::Error);
+  CHECK_THROWS_WITH_AS(sgemm_fused(true, false, 2, 2, 2, af, 2, bf, 1, cf, 2, with_bias),
+                       doctest::Contains("sgemm_fused: ldb=1"), ctrax::Error);
+  CHECK_THROWS_WITH_AS(dgemm_fused(false, false, 2, 2, 2, ad, 2, bd, 2, cd, 1, GemmEpilogue<double>{}),
+                       doctest::Contains("dgemm_fused: ldc=1"), ctrax::Error);
+  CHECK_THROWS_WITH_AS(dgemm_fused(false, false, 2, -3, 2, ad, 2, bd, 2, cd, 2, GemmEpilogue<double>{}),
+                       doctest::Contains("dgemm_fused: sizes must be >= 0"), ctrax::Error);
+  // Nothing was written.
+  for (float v : cf) CHECK(v == 0.0f);
 }
