@@ -12,6 +12,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gemm_test_util.h"
@@ -324,4 +325,22 @@ TEST_CASE("gemm: rejects bad arguments") {
   CHECK_THROWS_AS(sgemm(false, false, -1, 2, 2, 1.f, a, 2, b, 2, 0.f, c, 2), ctrax::Error);
   CHECK_THROWS_AS(sgemm(false, false, 2, 2, 2, 1.f, a, 1, b, 2, 0.f, c, 2), ctrax::Error);  // lda < k
   CHECK_THROWS_AS(sgemm(false, false, 2, 2, 2, 1.f, a, 2, b, 2, 0.f, c, 1), ctrax::Error);  // ldc < n
+}
+
+TEST_CASE("gemm: the flop count adds 2 m n k per call, from every thread, exited ones included") {
+  std::vector<float> a(6 * 5, 1.f), b(5 * 7, 1.f), c(6 * 7);
+  std::vector<double> ad(3 * 4, 1.0), bd(4 * 2, 1.0), cd(3 * 2);
+  const uint64_t before = gemm_flop_count();
+  sgemm(false, false, 6, 7, 5, 1.f, a.data(), 5, b.data(), 7, 0.f, c.data(), 7);
+  CHECK(gemm_flop_count() - before == 2 * 6 * 7 * 5);
+  std::thread worker([&] {
+    dgemm(false, false, 3, 2, 4, 1.0, ad.data(), 4, bd.data(), 2, 0.0, cd.data(), 2);
+    sgemm_fused(false, false, 6, 7, 5, a.data(), 5, b.data(), 7, c.data(), 7, GemmEpilogue<float>{});
+  });
+  worker.join();  // its counter is retired into the total
+  CHECK(gemm_flop_count() - before == 2 * (6 * 7 * 5 + 3 * 2 * 4 + 6 * 7 * 5));
+  // Rejected calls and empty ones count nothing (k = 0 does no multiply).
+  CHECK_THROWS_AS(sgemm(false, false, -1, 2, 2, 1.f, a.data(), 2, b.data(), 2, 0.f, c.data(), 2), ctrax::Error);
+  sgemm(false, false, 6, 7, 0, 1.f, a.data(), 1, b.data(), 7, 0.f, c.data(), 7);
+  CHECK(gemm_flop_count() - before == 2 * (6 * 7 * 5 + 3 * 2 * 4 + 6 * 7 * 5));
 }
