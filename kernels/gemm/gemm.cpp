@@ -10,9 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <mutex>
 #include <type_traits>
-#include <vector>
 
 namespace ctrax::kernels {
 
@@ -95,47 +93,14 @@ const KernelSpec<T>& active_spec() {
 }  // namespace
 
 namespace {
-// The flop count, one counter per calling thread. A shared atomic would put a locked add in
-// every call, and a locked add waits for the store buffer to drain: for the 4-row GEMMs of an
-// RL agent's action (a few hundred ns) that was a tenth of the call. Each thread's counter is
-// written only by that thread (a plain load and store); gemm_flop_count() sums them.
-struct FlopCounters {
-  std::mutex mutex;
-  std::vector<const std::atomic<uint64_t>*> live;
-  uint64_t retired = 0;  // the counts of threads that have exited
-};
-FlopCounters& flop_counters() {
-  static FlopCounters* counters = new FlopCounters;  // never destroyed: threads may exit late
-  return *counters;
-}
-struct ThreadFlops {
-  std::atomic<uint64_t> count{0};
-  ThreadFlops() {
-    FlopCounters& all = flop_counters();
-    std::lock_guard lock(all.mutex);
-    all.live.push_back(&count);
-  }
-  ~ThreadFlops() {
-    FlopCounters& all = flop_counters();
-    std::lock_guard lock(all.mutex);
-    all.retired += count.load(std::memory_order_relaxed);
-    std::erase(all.live, &count);
-  }
-};
+std::atomic<uint64_t> g_flops{0};  // relaxed: a statistic, read after the work it counts
 void count_flops(int64_t m, int64_t n, int64_t k) {
-  thread_local ThreadFlops flops;
-  const uint64_t add = 2 * static_cast<uint64_t>(m) * static_cast<uint64_t>(n) * static_cast<uint64_t>(k);
-  flops.count.store(flops.count.load(std::memory_order_relaxed) + add, std::memory_order_relaxed);
+  g_flops.fetch_add(2 * static_cast<uint64_t>(m) * static_cast<uint64_t>(n) * static_cast<uint64_t>(k),
+                    std::memory_order_relaxed);
 }
 }  // namespace
 
-uint64_t gemm_flop_count() {
-  FlopCounters& all = flop_counters();
-  std::lock_guard lock(all.mutex);
-  uint64_t total = all.retired;
-  for (const std::atomic<uint64_t>* count : all.live) total += count->load(std::memory_order_relaxed);
-  return total;
-}
+uint64_t gemm_flop_count() { return g_flops.load(std::memory_order_relaxed); }
 
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
