@@ -85,6 +85,9 @@ const OptionTable<AgentOptions>& agent_keys() {
     t.integer("checkpoint_every", &O::checkpoint_every, 1, kBig, "epochs between checkpoints");
     t.integer("n_confirm_episodes", &O::n_confirm_episodes, 1, kBig,
               "episodes of the confirmation run when the target return is reached");
+    t.optional_integer("n_confirm_envs", &O::n_confirm_envs, 1, kBig,
+                       "environment copies a confirmation plays in at once (at most its episodes); "
+                       "none: the task's n_eval_envs");
     t.choice("confirm_statistic", &O::confirm_statistic,
              {{"mean", O::ConfirmStatistic::mean}, {"ci95_low", O::ConfirmStatistic::ci95_low}},
              "what of the confirmation's returns must reach the target");

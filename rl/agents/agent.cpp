@@ -119,6 +119,8 @@ Agent::Agent(TaskPtr task, AgentOptions options) : task_(std::move(task)), optio
                   "evaluation proposes the stop, the confirmation decides it)");
   }
   CTRAX_REQUIRE(o.n_confirm_episodes >= 1, "Agent: n_confirm_episodes must be >= 1, got ", o.n_confirm_episodes);
+  if (o.n_confirm_envs)
+    CTRAX_REQUIRE(*o.n_confirm_envs >= 1, "Agent: n_confirm_envs must be >= 1, got ", *o.n_confirm_envs);
   if (o.max_epochs) CTRAX_REQUIRE(*o.max_epochs >= 1, "Agent: max_epochs must be >= 1, got ", *o.max_epochs);
   if (o.total_env_steps)
     CTRAX_REQUIRE(*o.total_env_steps >= 1, "Agent: total_env_steps must be >= 1, got ", *o.total_env_steps);
@@ -173,14 +175,17 @@ class FlagScope {
 }  // namespace
 
 CollectStats Agent::evaluate(int64_t n_episodes, double temperature, std::optional<int64_t> max_steps,
-                             std::optional<uint64_t> seed) {
+                             std::optional<uint64_t> seed, std::optional<int64_t> n_envs) {
   CTRAX_REQUIRE(n_episodes >= 1, "Agent::evaluate: n_episodes must be >= 1, got ", n_episodes);
+  CTRAX_REQUIRE(!n_envs || seed, "Agent::evaluate: n_envs applies to a seeded evaluation only");
+  CTRAX_REQUIRE(!n_envs || *n_envs >= 1, "Agent::evaluate: n_envs must be >= 1, got ", *n_envs);
   CollectOptions eval;
   eval.n_trajectories = n_episodes;
   eval.only_eval = true;
   eval.max_steps = max_steps ? max_steps : options_.eval_max_steps;
   eval.temperature = temperature;
   eval.eval_seed = seed;
+  if (n_envs) eval.eval_envs = std::min(*n_envs, n_episodes);
   FlagScope scope(evaluating_);
   return task_->collect_trajectories(collect_policy(), eval);
 }
@@ -190,12 +195,13 @@ PolicyOutput Agent::evaluation_act(const Tensor& observations, Key key, double t
   return act(observations, key, temperature);
 }
 
-CollectStats Agent::evaluate_job(int64_t n_episodes, double temperature, std::optional<uint64_t> seed) {
+CollectStats Agent::evaluate_job(int64_t n_episodes, double temperature, std::optional<uint64_t> seed,
+                                 std::optional<int64_t> n_envs) {
   dist::Communicator* comm = ranks();
-  if (!comm) return evaluate(n_episodes, temperature, std::nullopt, seed);
+  if (!comm) return evaluate(n_episodes, temperature, std::nullopt, seed, n_envs);
   // Each rank plays its share on its own task's seeds; the statistics are every rank's episodes'.
   const int64_t share = dist::rank_share(n_episodes, rank(), n_ranks());
-  const CollectStats local = share >= 1 ? evaluate(share, temperature, std::nullopt, seed) : CollectStats{};
+  const CollectStats local = share >= 1 ? evaluate(share, temperature, std::nullopt, seed, n_envs) : CollectStats{};
   CollectStats job;
   job.returns = gather_values(*comm, local.returns);
   for (double length : gather_values(*comm, std::vector<double>(local.lengths.begin(), local.lengths.end())))
@@ -209,8 +215,9 @@ CollectStats Agent::evaluate_job(int64_t n_episodes, double temperature, std::op
 
 Confirmation Agent::confirm() {
   const double temperature = options_.eval_temperatures.empty() ? 0.0 : options_.eval_temperatures.front();
-  const CollectStats stats = evaluate_job(options_.n_confirm_episodes, temperature,
-                                          task_->evaluation_seed(kConfirmationSeeds, static_cast<uint64_t>(epoch_)));
+  const CollectStats stats =
+      evaluate_job(options_.n_confirm_episodes, temperature,
+                   task_->evaluation_seed(kConfirmationSeeds, static_cast<uint64_t>(epoch_)), options_.n_confirm_envs);
   Confirmation c;
   c.epoch = epoch_;
   c.summary = summarize_episodes(stats.returns, stats.lengths);

@@ -72,6 +72,11 @@ struct AgentOptions {
   // Stopping (see the top of this file). With a target, n_eval_episodes must be >= 1.
   std::optional<double> target_return;         // finite; none: no early stop
   int64_t n_confirm_episodes = 100;            // >= 1
+  // >= 1: a confirmation plays its episodes in this many copies of the environment at once (at
+  // most n_confirm_episodes; each rank its share), made for it; none: in the task's eval copies.
+  // Wide is faster (one policy call of many rows per step, as RLtools plays its final 1000
+  // episodes); the episodes, equally drawn, are then other ones than with the eval copies.
+  std::optional<int64_t> n_confirm_envs;
   // What of the confirmation must reach the target: its mean, or the lower end of its 95%
   // interval (stricter: a policy that just makes the target on average is not taken).
   enum class ConfirmStatistic { mean, ci95_low } confirm_statistic = ConfirmStatistic::mean;
@@ -170,9 +175,10 @@ class Agent {
   // greedy action) without storing them or changing any statistics, as the epochs' evaluation
   // does; max_steps defaults to eval_max_steps. Returns their mean return and length.
   // With `seed`, the eval environment is reset with it and the task's counters are untouched
-  // (CollectOptions::eval_seed).
+  // (CollectOptions::eval_seed); with a seed, n_envs >= 1 plays the episodes in that many copies
+  // at once (CollectOptions::eval_envs; at most n_episodes are made).
   CollectStats evaluate(int64_t n_episodes, double temperature, std::optional<int64_t> max_steps = std::nullopt,
-                        std::optional<uint64_t> seed = std::nullopt);
+                        std::optional<uint64_t> seed = std::nullopt, std::optional<int64_t> n_envs = std::nullopt);
   // The policy in evaluation mode (statistics untouched) for [N, ...] observations: for
   // programs that run a trained agent in their own loop (`ctrax eval --render`).
   PolicyOutput evaluation_act(const Tensor& observations, Key key, double temperature);
@@ -222,7 +228,8 @@ class Agent {
   bool restore_from_directory();
   // evaluate() of the job: each rank plays its share of the episodes (rank_share), and the
   // statistics are every rank's episodes' in rank order.
-  CollectStats evaluate_job(int64_t n_episodes, double temperature, std::optional<uint64_t> seed);
+  CollectStats evaluate_job(int64_t n_episodes, double temperature, std::optional<uint64_t> seed,
+                            std::optional<int64_t> n_envs = std::nullopt);
   // Data-parallel training: the collection's statistics over every rank (and the collect
   // models' statistics combined), the epoch's metrics averaged, the weights checked.
   CollectStats combine_collection(const CollectStats& local, const std::vector<Tree>& collect_bases);

@@ -74,7 +74,8 @@ RLTask::RLTask(const std::function<EnvPtr()>& make_env, RLTaskOptions options)
              }),
              std::move(options)) {}
 
-RLTask::RLTask(const VectorEnvFactory& make, RLTaskOptions options) : options_(checked(std::move(options))) {
+RLTask::RLTask(const VectorEnvFactory& make, RLTaskOptions options)
+    : options_(checked(std::move(options))), make_env_(make) {
   CTRAX_REQUIRE(static_cast<bool>(make), "RLTask: the vector environment factory is empty");
   env_ = make(options_.n_envs, options_.time_limit);
   eval_env_ = make(options_.n_eval_envs, options_.time_limit);

@@ -75,6 +75,12 @@ struct CollectOptions {
   // only_eval only: reset with this seed (copy i: seed + i) and leave the collection counter
   // alone, so the episodes are a pure function of the seed (RLTask::evaluation_seed).
   std::optional<uint64_t> eval_seed;
+  // With eval_seed only: play in this many copies at once (>= 1) instead of the n_eval_envs
+  // eval copies. Copies of that width are made on first use and kept for the next call of the
+  // same width. Wider batches amortise the policy's per-call cost: a confirmation of 1000
+  // episodes in 1000 copies takes 200 policy calls of 1000 rows where 4 copies take 50,000 of 4.
+  // The episodes are a pure function of (eval_seed, eval_envs).
+  std::optional<int64_t> eval_envs;
 };
 
 struct CollectStats {
@@ -192,6 +198,8 @@ class RLTask {
   PolicyOutput policy_step(const CollectPolicy& policy, const Tensor& observations, Key collection_key, int64_t step,
                            double temperature, int64_t& d, bool training);
   PolicyOutput checked_policy_output(PolicyOutput out, int64_t n);
+  // The copies an evaluation plays in: the eval copies, or those of its eval_envs width.
+  VectorEnv& evaluation_env(const CollectOptions& options);
   void store(int64_t epoch, std::vector<Trajectory> pieces);
   // Checkpoints (task_checkpoint.cpp): the pieces of one stored epoch, and the environments'
   // states restored all or nothing.
@@ -204,6 +212,10 @@ class RLTask {
   RLTaskOptions options_;
   VectorEnvPtr env_;
   VectorEnvPtr eval_env_;
+  // What made them, kept for the copies of a seeded evaluation's own width (CollectOptions::
+  // eval_envs), made on first use; none of their state is saved (every such call resets them).
+  VectorEnvFactory make_env_;
+  VectorEnvPtr seeded_eval_env_;
   // The training copies' current observations [N, ...]: collections close every open piece
   // when they stop, so this is all that carries over to the next one.
   Tensor observations_;

@@ -30,6 +30,9 @@ void check_collect_options(const CollectPolicy& policy, const CollectOptions& o)
   CTRAX_REQUIRE(std::isfinite(o.temperature) && o.temperature >= 0.0, who, ": temperature must be >= 0, got ",
                 o.temperature);
   CTRAX_REQUIRE(!o.eval_seed || o.only_eval, who, ": eval_seed applies to evaluation (only_eval) only");
+  CTRAX_REQUIRE(!o.eval_envs || o.eval_seed, who,
+                ": eval_envs applies to a seeded evaluation (only_eval with eval_seed) only");
+  CTRAX_REQUIRE(!o.eval_envs || *o.eval_envs >= 1, who, ": eval_envs must be >= 1, got ", *o.eval_envs);
 }
 
 // When a collection stops, and which closed pieces count: with n_trajectories, copy i counts
@@ -219,10 +222,23 @@ PolicyOutput RLTask::policy_step(const CollectPolicy& policy, const Tensor& obse
   return out;
 }
 
+VectorEnv& RLTask::evaluation_env(const CollectOptions& o) {
+  if (!o.eval_envs || *o.eval_envs == options_.n_eval_envs) return *eval_env_;
+  if (!seeded_eval_env_ || seeded_eval_env_->num_envs() != *o.eval_envs) {
+    seeded_eval_env_.reset();  // one width kept at a time
+    VectorEnvPtr env = make_env_(*o.eval_envs, options_.time_limit);
+    CTRAX_REQUIRE(env != nullptr && env->num_envs() == *o.eval_envs,
+                  "RLTask::collect_trajectories: the vector environment factory made ", env ? env->num_envs() : 0,
+                  " copies when asked for eval_envs = ", *o.eval_envs);
+    seeded_eval_env_ = std::move(env);
+  }
+  return *seeded_eval_env_;
+}
+
 CollectStats RLTask::collect_evaluation(const CollectPolicy& policy, const CollectOptions& o) {
   const CollectionKeys keys = next_collection_keys(o);
   const std::optional<int64_t> cap = o.max_steps ? o.max_steps : options_.max_steps;
-  VectorEnv& env = *eval_env_;
+  VectorEnv& env = evaluation_env(o);
   const int64_t n = env.num_envs();
   Tensor obs = env.reset(keys.reset_seed);
   EpisodeQuota quota(o, n);

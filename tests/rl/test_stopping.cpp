@@ -170,6 +170,42 @@ TEST_CASE("Stopping: a confirmation depends on the epoch's seeds only and leaves
   CHECK(task->n_collections() == collections + 1);
 }
 
+TEST_CASE("Stopping: n_confirm_envs plays the confirmation in that many copies at once, as evaluate() would") {
+  RLTaskOptions t;
+  t.n_eval_envs = 4;
+  t.initial_trajectories = 0;
+  t.key = Key(5);
+  auto task = std::make_shared<RLTask>([] { return std::make_unique<Coin>(0.3); }, t);
+  AgentOptions a = collect_trajectories(2);
+  a.n_confirm_episodes = 40;
+  a.n_confirm_envs = 1000;  // more than the episodes: 40 copies are made
+  PolicyGradient agent(task, a, coin_policy());
+  const int64_t collections = task->n_collections();
+  const Confirmation wide = agent.confirm();
+  CHECK(task->n_collections() == collections);
+  CHECK(wide.summary.episodes == 40);
+  // The same episodes as the seeded evaluation in 40 copies; other ones than in the 4 eval copies.
+  const uint64_t seed = task->evaluation_seed(1, static_cast<uint64_t>(agent.epoch()));
+  const CollectStats in_40 = agent.evaluate(40, 0.0, std::nullopt, seed, 40);
+  const CollectStats in_4 = agent.evaluate(40, 0.0, std::nullopt, seed);
+  CHECK(wide.summary.return_mean == summarize_episodes(in_40.returns, in_40.lengths).return_mean);
+  CHECK(wide.summary.return_std == summarize_episodes(in_40.returns, in_40.lengths).return_std);
+  CHECK(in_40.returns != in_4.returns);
+  // (At this seed the two sets of episodes differ in their means too, so the check above could
+  // not pass with the confirmation played in the eval copies.)
+  CHECK(in_40.mean_return != doctest::Approx(in_4.mean_return));
+  CHECK(task->n_collections() == collections);
+  // Bad values are refused with what was expected.
+  AgentOptions zero = a;
+  zero.n_confirm_envs = 0;
+  CHECK_THROWS_WITH_AS(PolicyGradient(task, zero, coin_policy()), doctest::Contains("n_confirm_envs must be >= 1, got 0"),
+                       Error);
+  CHECK_THROWS_WITH_AS(agent.evaluate(4, 0.0, std::nullopt, std::nullopt, 4),
+                       doctest::Contains("n_envs applies to a seeded evaluation only"), Error);
+  CHECK_THROWS_WITH_AS(agent.evaluate(4, 0.0, std::nullopt, seed, 0), doctest::Contains("n_envs must be >= 1, got 0"),
+                       Error);
+}
+
 TEST_CASE("Stopping: the run ends with the confirmed policy, saved bit for bit as the latest and the best") {
   const fs::path dir = fresh_directory("ctrax_stop_", "solved");
   Solver s = cartpole_solver(dir);

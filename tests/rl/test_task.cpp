@@ -6,11 +6,13 @@
 // proportions), reproducibility, and bad inputs.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <numbers>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include <ctrax/rl/environments/env_registry.h>
 #include <ctrax/rl/learning/task.h>
 #include <ctrax/rl/learning/trajectory.h>
+#include <ctrax/tensor/ops.h>
 #include <ctrax/tensor/tensor.h>
 
 namespace {
@@ -772,4 +775,83 @@ TEST_CASE("RLTask: episode returns are whole across collection boundaries, and s
   three.eval_seed = 1;
   CHECK_THROWS_WITH_AS(task.collect_trajectories(fixed_policy(0, rec), three),
                        doctest::Contains("eval_seed applies to evaluation"), ctrax::Error);
+}
+
+namespace {
+// CartPole pushed toward the side the pole leans to (observation 2: its angle): episodes of
+// lengths that depend on the initial state.
+ctrax::CollectPolicy lean_policy() {
+  return [](const Tensor& obs, Key, double) {
+    const std::vector<double> o = obs.to_vector<double>();
+    const int64_t n = obs.shape()[0];
+    std::vector<int64_t> actions;
+    for (int64_t i = 0; i < n; ++i) actions.push_back(o[static_cast<size_t>(i * 4 + 2)] > 0 ? 1 : 0);
+    return PolicyOutput{ctrax::from_vector<int64_t>(actions, {n}), ctrax::zeros({n, 0}, DType::float32)};
+  };
+}
+
+CollectOptions seeded_evaluation(int64_t episodes, uint64_t seed, std::optional<int64_t> eval_envs) {
+  CollectOptions o;
+  o.only_eval = true;
+  o.n_trajectories = episodes;
+  o.eval_seed = seed;
+  o.eval_envs = eval_envs;
+  return o;
+}
+}  // namespace
+
+TEST_CASE("RLTask seeded evaluation in eval_envs copies: the episodes of that many eval copies, nothing else moves") {
+  RLTaskOptions o = options(2);
+  o.n_eval_envs = 3;
+  o.time_limit = 60;
+  RLTask task("CartPole-v1", o);
+  RLTaskOptions wide_options = o;
+  wide_options.n_eval_envs = 12;
+  RLTask wide_task("CartPole-v1", wide_options);
+  const uint64_t seed = task.evaluation_seed(1, 7);
+
+  // 12 episodes in 12 copies at once: what a task whose eval copies are 12 plays.
+  const ctrax::CollectStats wide = task.collect_trajectories(lean_policy(), seeded_evaluation(12, seed, 12));
+  const ctrax::CollectStats reference = wide_task.collect_trajectories(lean_policy(), seeded_evaluation(12, seed, {}));
+  REQUIRE(wide.returns.size() == 12);
+  CHECK(wide.returns == reference.returns);
+  CHECK(wide.lengths == reference.lengths);
+  CHECK(std::set<int64_t>(wide.lengths.begin(), wide.lengths.end()).size() > 1);  // the states differ
+  CHECK(wide.n_interactions == reference.n_interactions);
+  // Again: the kept copies are reset, the episodes the same.
+  CHECK(task.collect_trajectories(lean_policy(), seeded_evaluation(12, seed, 12)).returns == wide.returns);
+  // The eval copies' own width is the eval copies; another width, other episodes.
+  const ctrax::CollectStats three = task.collect_trajectories(lean_policy(), seeded_evaluation(12, seed, 3));
+  CHECK(three.returns == task.collect_trajectories(lean_policy(), seeded_evaluation(12, seed, {})).returns);
+  CHECK(three.lengths != wide.lengths);
+  // Nothing else moved: the counters, and the next routine evaluation equals that of a task that
+  // never played the wide one.
+  CHECK(task.n_collections() == 0);
+  CHECK(task.n_interactions() == 0);
+  RLTask untouched("CartPole-v1", o);
+  CollectOptions routine;
+  routine.only_eval = true;
+  routine.n_trajectories = 6;
+  CHECK(task.collect_trajectories(lean_policy(), routine).returns ==
+        untouched.collect_trajectories(lean_policy(), routine).returns);
+}
+
+TEST_CASE("RLTask seeded evaluation in eval_envs copies: bad options and a factory that makes the wrong copies") {
+  RLTaskOptions o = options(1);
+  RLTask task("CartPole-v1", o);
+  CollectOptions unseeded = seeded_evaluation(4, 1, 4);
+  unseeded.eval_seed.reset();
+  CHECK_THROWS_WITH_AS(task.collect_trajectories(lean_policy(), unseeded),
+                       doctest::Contains("eval_envs applies to a seeded evaluation"), Error);
+  CHECK_THROWS_WITH_AS(task.collect_trajectories(lean_policy(), seeded_evaluation(4, 1, 0)),
+                       doctest::Contains("eval_envs must be >= 1, got 0"), Error);
+  // A factory that honours only the widths the task was built with.
+  const ctrax::VectorEnvFactory stubborn = [](int64_t n, std::optional<int64_t> limit) -> ctrax::VectorEnvPtr {
+    return ctrax::make_vector_env("CartPole-v1", std::min<int64_t>(n, 2), limit);
+  };
+  RLTask small(stubborn, options(1));
+  CHECK_THROWS_WITH_AS(small.collect_trajectories(lean_policy(), seeded_evaluation(8, 1, 8)),
+                       doctest::Contains("made 2 copies when asked for eval_envs = 8"), Error);
+  // The task still works after the refusal.
+  CHECK(small.collect_trajectories(lean_policy(), seeded_evaluation(2, 1, 2)).returns.size() == 2);
 }
