@@ -45,8 +45,10 @@ run_ctrax() {  # name, extra --set flags...
 }
 for ((r = 0; r < rounds; ++r)); do
   run_ctrax compiled
-  # "bare": RLtools' outputs and final evaluation (no per-epoch checkpoints, no plot, 1000 final episodes).
-  bare=(--set agent.checkpoint_every=1000000 --set agent.n_confirm_episodes=1000 --no-plot)
+  # "bare": RLtools' outputs and final evaluation (no per-epoch checkpoints, no plot, 1000 final
+  # episodes played at once, as RLtools plays them).
+  bare=(--set agent.checkpoint_every=1000000 --set agent.n_confirm_episodes=1000 --set agent.n_confirm_envs=1000
+        --no-plot)
   relu=(--set 'policy.model.activation="relu"' --set 'value.model.activation="relu"')
   run_ctrax compiled_bare "${bare[@]}"
   run_ctrax eager --set agent.compile=false
@@ -134,9 +136,10 @@ lines += ["", "Where the two configurations differ (RLtools' example in src/rl/e
           "Around the training: ctrax evaluates 4 greedy episodes every",
           "epoch, confirms the last epoch on 100, writes a checkpoint every epoch (on a thread of its own while the",
           "next epoch runs, as `ctrax train` does) and draws the learning curve with gnuplot (0.05-0.15 s of the",
-          "run). RLtools' BENCHMARK build evaluates only at the end, on 1000 episodes, and writes nothing. The",
-          "\"bare\" rows do what it does: the final checkpoint and the metrics only, no plot, the final policy",
-          "confirmed on 1000 episodes (`--set agent.checkpoint_every=1000000 --set agent.n_confirm_episodes=1000",
+          "run). RLtools' BENCHMARK build evaluates only at the end, on 1000 episodes played at once (one policy",
+          "call of 1000 rows per step), and writes nothing. The \"bare\" rows do what it does: the final checkpoint",
+          "and the metrics only, no plot, the final policy confirmed on 1000 episodes in 1000 copies",
+          "(`--set agent.checkpoint_every=1000000 --set agent.n_confirm_episodes=1000 --set agent.n_confirm_envs=1000",
           "--no-plot`); they still evaluate 4 episodes every epoch (1296 episodes in all against RLtools' 1000).",
           "\"ctrax, compiled, ReLU networks, bare\" is the like-for-like row: the same arithmetic per step and the",
           "same outputs; the last row adds the observation normalisation RLtools uses (policy network only)."]
