@@ -357,7 +357,9 @@ Tensor normal(Key key, const Shape& shape, DType dtype, double mean, double stdd
     run_sampler(source, [data = out.data<T>(), n = out.numel(), mean, stddev](Key k) {
       fill_elements(n, [&](int64_t begin, int64_t end) {
         SampleBits bits(k);
-        for (int64_t i = begin; i < end; ++i) {
+        // One logarithm and one sine-cosine per pair: a range may start or end in the middle of
+        // a pair, and then that element alone is written (the same value either way).
+        for (int64_t i = begin; i < end;) {
           const uint64_t pair = static_cast<uint64_t>(i) / 2;
           double u1, u2;  // u1 in (0, 1], u2 in [0, 1)
           if constexpr (std::is_same_v<T, float>) {
@@ -368,8 +370,16 @@ Tensor normal(Key key, const Shape& shape, DType dtype, double mean, double stdd
             u2 = top_bits_unit(bits.word64(2 * pair + 1), 64, 53);
           }
           const double r = std::sqrt(-2.0 * std::log(u1));
-          const double z = (i % 2 == 0) ? r * std::cos(kTwoPi * u2) : r * std::sin(kTwoPi * u2);
-          data[i] = narrow_float<T>(mean + stddev * z);
+          const double angle = kTwoPi * u2;
+          if (i % 2 == 1) {
+            data[i++] = narrow_float<T>(mean + stddev * (r * std::sin(angle)));
+          } else if (i + 1 == end) {
+            data[i++] = narrow_float<T>(mean + stddev * (r * std::cos(angle)));
+          } else {
+            data[i] = narrow_float<T>(mean + stddev * (r * std::cos(angle)));
+            data[i + 1] = narrow_float<T>(mean + stddev * (r * std::sin(angle)));
+            i += 2;
+          }
         }
       });
     });
