@@ -103,6 +103,29 @@ void apply_overrides(toml::table& config, const std::vector<std::string>& overri
   }
 }
 
+void remove_keys(toml::table& config, const std::vector<std::string>& keys) {
+  for (const std::string& key : keys) {
+    toml::table* at = &config;
+    std::string walked;
+    size_t start = 0;
+    while (true) {
+      const size_t dot = key.find('.', start);
+      const std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      CTRAX_REQUIRE(!part.empty(), "--unset ", key, ": the key has an empty part");
+      walked += (walked.empty() ? "" : ".") + part;
+      toml::node* node = at->get(part);
+      CTRAX_REQUIRE(node != nullptr, "--unset ", key, ": the configuration does not set ", walked);
+      if (dot == std::string::npos) {
+        at->erase(part);
+        break;
+      }
+      CTRAX_REQUIRE(node->is_table(), "--unset ", key, ": ", walked, " is ", type_name(*node), ", not a table");
+      at = node->as_table();
+      start = dot + 1;
+    }
+  }
+}
+
 ConfigTable::ConfigTable(toml::table& table, std::string file, std::string path)
     : table_(&table), file_(std::move(file)), path_(std::move(path)) {}
 

@@ -44,6 +44,11 @@ std::string format_config(const toml::table& config);
 // ctrax::Error for a malformed override or a path through a non-table value.
 void apply_overrides(toml::table& config, const std::vector<std::string>& overrides);
 
+// Removes "a.b.c" keys (--unset), so each takes its default again (a target_eval_return of none,
+// say, which no --set can write). Throws ctrax::Error for a key the configuration does not set
+// (a typo would otherwise change nothing) or a path through a non-table value.
+void remove_keys(toml::table& config, const std::vector<std::string>& keys);
+
 class ConfigTable {
  public:
   // `table` is read and completed with defaults; `path` is this table's dotted key ("" at the

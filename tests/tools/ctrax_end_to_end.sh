@@ -134,6 +134,16 @@ for s in 5 6; do
 done
 grep -q "| ppo_cartpole | PPO | CartPole-v1 | 475.0 | 0/2 |" sweep.out || fail "sweep report: $(cat sweep.out)"
 [[ -f sweeps/ppo_cartpole/report.md ]] || fail "sweep wrote no report.md"
+# --unset: no target, so no routine evaluation is needed; the final epoch is still confirmed, here
+# in copies of its own width.
+expect_ok unset "$ctrax" train "$configs/ppo_pendulum_rltools.toml" --unset target_eval_return \
+  --set agent.n_eval_episodes=0 --set agent.n_interactions_per_epoch=256 --set value.minibatch_size=64 \
+  --set agent.n_confirm_episodes=6 --set agent.n_confirm_envs=6 --set epochs=1 --no-plot --output-dir unset_run
+grep -q '"confirm/episodes": 6' unset_run/metrics.jsonl || fail "--unset run: no 6-episode confirmation"
+! grep -q '"eval/return_mean"' unset_run/metrics.jsonl || fail "--unset run: a routine evaluation ran"
+! grep -q 'target_eval_return' unset_run/run.toml || fail "--unset run: run.toml still sets the target"
+expect_bad unset_absent "--unset agent.n_eval_episode: the configuration does not set agent.n_eval_episode" \
+  "$ctrax" train "$configs/ppo_pendulum_rltools.toml" --unset agent.n_eval_episode --output-dir bad_unset
 expect_ok report "$ctrax" report sweeps run1 --output "$work/report.md"
 grep -q "All configurations: 0 of 3 runs solved" report.out || fail "report over groups: $(cat report.out)"
 mkdir -p no_runs && expect_bad report_nothing "holds no run directory" "$ctrax" report no_runs

@@ -16,6 +16,7 @@
 
 using ctrax::Error;
 using ctrax::tools::apply_overrides;
+using ctrax::tools::remove_keys;
 using ctrax::tools::ConfigTable;
 using ctrax::tools::parse_config_file;
 using ctrax::tools::parse_config_text;
@@ -83,6 +84,27 @@ TEST_CASE("Config files: a missing file, and --set overrides") {
   CHECK_THROWS_WITH_AS(apply_overrides(t, {"a..b=1"}), doctest::Contains("has an empty part"), Error);
   CHECK_THROWS_WITH_AS(apply_overrides(t, {"x=[1,"}), "--set x=[1,: [1, is not a TOML value", Error);
   std::filesystem::remove(path);
+}
+
+TEST_CASE("Config files: --unset removes a key the configuration sets, so it takes its default") {
+  toml::table t = parse_config_text("seed = 3\ntarget_eval_return = -200.0\n[agent]\nn_eval_episodes = 4\n"
+                                    "[policy]\nmodel = { widths = [64, 64], activation = \"tanh\" }\n",
+                                    "cfg.toml");
+  remove_keys(t, {"target_eval_return", "policy.model.activation"});
+  CHECK_FALSE(t.contains("target_eval_return"));
+  CHECK(t["policy"]["model"]["widths"].as_array()->size() == 2);
+  CHECK_FALSE(t["policy"]["model"].as_table()->contains("activation"));
+  CHECK(t["seed"].value<int64_t>() == 3);
+  // What the configuration does not set, a path through a value, and an empty part are refused.
+  CHECK_THROWS_WITH_AS(remove_keys(t, {"target_eval_return"}),
+                       "--unset target_eval_return: the configuration does not set target_eval_return", Error);
+  CHECK_THROWS_WITH_AS(remove_keys(t, {"agent.n_eval_episode"}),
+                       "--unset agent.n_eval_episode: the configuration does not set agent.n_eval_episode", Error);
+  CHECK_THROWS_WITH_AS(remove_keys(t, {"seed.x"}), "--unset seed.x: seed is an integer, not a table", Error);
+  CHECK_THROWS_WITH_AS(remove_keys(t, {"agent..x"}), "--unset agent..x: the key has an empty part", Error);
+  // Several in one call, the last of a table among them.
+  remove_keys(t, {"agent.n_eval_episodes"});
+  CHECK_FALSE(t["agent"].as_table()->contains("n_eval_episodes"));
 }
 
 // ---- Run configurations (tools/run_config.h) --------------------------------------------------

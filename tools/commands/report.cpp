@@ -94,7 +94,7 @@ int print_report(const std::vector<fs::path>& dirs, const std::string& output, c
 
 struct SweepArgs {
   std::string config, output_dir;
-  std::vector<std::string> overrides;
+  std::vector<std::string> overrides, unsets;
   int64_t seeds = 10, first_seed = 0, jobs = 1;
   int threads = 1;
 };
@@ -110,6 +110,10 @@ std::string self_executable() {
 pid_t start_run(const std::string& exe, const SweepArgs& a, int64_t seed, const fs::path& dir, const fs::path& log) {
   std::vector<std::string> argv{exe, "train", a.config, "--seed", std::to_string(seed), "--output-dir", dir.string(),
                                 "--threads", std::to_string(a.threads)};
+  for (const std::string& k : a.unsets) {
+    argv.push_back("--unset");
+    argv.push_back(k);
+  }
   for (const std::string& o : a.overrides) {
     argv.push_back("--set");
     argv.push_back(o);
@@ -136,6 +140,7 @@ int sweep(const SweepArgs& a) {
   CTRAX_REQUIRE(a.threads >= 1, "--threads must be >= 1, got ", a.threads);
   // The configuration is read (and refused) here once, before any run starts.
   toml::table table = parse_config_file(a.config);
+  remove_keys(table, a.unsets);
   apply_overrides(table, a.overrides);
   read_run_config(std::move(table), a.config);
   const std::string name = fs::path(a.config).stem().string();
@@ -207,6 +212,7 @@ void add_report_commands(CLI::App& app, int& status) {
   sweep_cmd->add_option("--threads", s->threads, "CPU threads per run (default 1)");
   sweep_cmd->add_option("--output-dir", s->output_dir, "where the runs go (default runs/sweep): DIR/<config name>/seed_<s>");
   sweep_cmd->add_option("--set", s->overrides, "override a key in every run (repeatable)");
+  sweep_cmd->add_option("--unset", s->unsets, "remove a key in every run, before --set (repeatable)");
   sweep_cmd->callback([s, &status] { status = sweep(*s); });
 }
 

@@ -237,6 +237,7 @@ Device device_and_threads(const std::string& text, const std::optional<int>& thr
 struct TrainArgs {
   std::string config;
   std::vector<std::string> overrides;
+  std::vector<std::string> unsets;
   std::string output_dir;
   std::string device = "cpu";
   std::optional<std::string> seed, epochs;  // as typed: a number too large for int64 is refused as it was typed
@@ -308,6 +309,7 @@ int train_rank(TrainArgs args, const Device& device, std::shared_ptr<dist::Commu
                                : parse_config_file(args.config);
   if (args.seed) args.overrides.push_back("seed=" + std::to_string(count_argument("--seed", *args.seed)));
   if (args.epochs) args.overrides.push_back("epochs=" + std::to_string(count_argument("--epochs", *args.epochs)));
+  remove_keys(table, args.unsets);  // before --set, so --unset K --set K=V sets K
   apply_overrides(table, args.overrides);
   RunConfig config = read_run_config(std::move(table), embedded ? "default configuration" : args.config);
   config.agent.device = rank_device(args.device, device, comm);
@@ -392,6 +394,9 @@ void add_train_commands(CLI::App& app, int& status) {
       "train", "train an agent from a run configuration (configs/*.toml); without CONFIG, PPO on CartPole-v1");
   train_cmd->add_option("config", args->config, "the run configuration (TOML); default: the embedded PPO CartPole");
   train_cmd->add_option("--set", args->overrides, "override a key: --set policy.batch_size=32 (repeatable)");
+  train_cmd->add_option("--unset", args->unsets,
+                        "remove a key the configuration sets, so it takes its default: --unset target_eval_return "
+                        "(repeatable; applied before --set)");
   train_cmd->add_option("--output-dir", args->output_dir, "the run directory (default runs/<config name>[_k], a new one)");
   train_cmd->add_option("--device", args->device, "where the networks train: cpu, cuda or cuda:N (default cpu)");
   train_cmd->add_option("--seed", args->seed, "the run's seed (same as --set seed=N)");
