@@ -140,7 +140,10 @@ lines += ["", "Where the two configurations differ (RLtools' example in src/rl/e
           "call of 1000 rows per step), and writes nothing. The \"bare\" rows do what it does: the final checkpoint",
           "and the metrics only, no plot, the final policy confirmed on 1000 episodes in 1000 copies",
           "(`--set agent.checkpoint_every=1000000 --set agent.n_confirm_episodes=1000 --set agent.n_confirm_envs=1000",
-          "--no-plot`); they still evaluate 4 episodes every epoch (1296 episodes in all against RLtools' 1000).",
+          "--no-plot`); they still evaluate 4 episodes every epoch (1296 episodes in all against RLtools' 1000):",
+          "without those evaluations (`--unset target_eval_return --set agent.n_eval_episodes=0`) the training",
+          "collections draw other keys (the task's collection counter counts evaluations too), so the run is",
+          "another one, and for ReLU on seed 0 a failing one (-762 on 2026-12-05).",
           "\"ctrax, compiled, ReLU networks, bare\" is the like-for-like row: the same arithmetic per step and the",
           "same outputs; the last row adds the observation normalisation RLtools uses (policy network only)."]
 open(out, "w").write("\n".join(lines) + "\n")
