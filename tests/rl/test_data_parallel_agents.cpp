@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 
 #include <ctrax/ctrax.h>
 #include <ctrax/dist/in_process_group.h>
@@ -22,7 +23,8 @@ namespace {
 // A PPO job with separate networks (rollout passes, a Normalize in front) on Pendulum
 // (continuous) or with Trax's slice batches on CartPole (discrete).
 std::unique_ptr<Agent> make_ppo(bool continuous, std::shared_ptr<dist::Communicator> comm,
-                                const std::filesystem::path& dir, bool read_only = false) {
+                                const std::filesystem::path& dir, bool read_only = false,
+                                std::optional<int64_t> confirm_envs = std::nullopt) {
   RLTaskOptions t;
   t.n_envs = 4;
   t.initial_trajectories = 0;
@@ -34,6 +36,7 @@ std::unique_ptr<Agent> make_ppo(bool continuous, std::shared_ptr<dist::Communica
   s.agent.n_interactions_per_epoch = 64;
   s.agent.n_eval_episodes = 3;  // uneven over 2 ranks
   s.agent.n_confirm_episodes = 3;
+  s.agent.n_confirm_envs = confirm_envs;
   s.agent.eval_max_steps = 50;
   s.agent.max_epochs = 3;
   s.agent.output_dir = dir;
@@ -181,6 +184,30 @@ TEST_CASE("Data-parallel agents: 2 virtual ranks are reproducible, checkpoint ev
     CHECK_FALSE(same_tensors(single.checkpoint.tensors, a.checkpoint.tensors));
     for (const auto& dir : {dir_a, dir_b, dir_c, dir_d}) std::filesystem::remove_all(dir);
   }
+}
+
+TEST_CASE("Data-parallel agents: a confirmation in copies of its own width plays each rank's share, training unchanged") {
+  const auto dir_a = fresh_directory("dpw_a_", "agents"), dir_b = fresh_directory("dpw_b_", "agents");
+  const Maker narrow = [](auto comm, const auto& dir, bool ro) { return make_ppo(true, std::move(comm), dir, ro); };
+  const Maker wide = [](auto comm, const auto& dir, bool ro) {
+    return make_ppo(true, std::move(comm), dir, ro, int64_t{1000});  // wider than either rank's share
+  };
+  const RunResult a = run_job(narrow, 2, dir_a, 3);
+  const RunResult b = run_job(wide, 2, dir_b, 3);
+  // The final epoch is confirmed on the job's 3 episodes (2 + 1 over the ranks) either way.
+  REQUIRE(b.rows.size() == 3);
+  CHECK(b.rows.back().at("confirm/episodes") == 3);
+  CHECK(a.rows.back().at("confirm/episodes") == 3);
+  // The confirmation's copies are not the task's: the training and its checkpoint are the same,
+  // but for the eval copies' state, which only the narrow confirmation moved (every evaluation
+  // resets them, so it changes no later result).
+  auto without_eval_envs = [](std::map<std::string, Tensor> tensors) {
+    std::erase_if(tensors, [](const auto& entry) { return entry.first.find("eval_env_state") != std::string::npos; });
+    return tensors;
+  };
+  CHECK(same_tensors(without_eval_envs(a.checkpoint.tensors), without_eval_envs(b.checkpoint.tensors)));
+  CHECK(without_eval_envs(a.checkpoint.tensors).size() < a.checkpoint.tensors.size());
+  for (const auto& dir : {dir_a, dir_b}) std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("Data-parallel agents: one rank equals a single process without a communicator") {
