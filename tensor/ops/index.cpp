@@ -49,13 +49,17 @@ void dispatch_index(DType dtype, F&& f) {
   else f(int64_t{});
 }
 
+[[noreturn, gnu::cold, gnu::noinline]] void throw_index_out_of_range(int64_t i, int64_t n, int axis, const char* op) {
+  CTRAX_THROW(op, ": index ", i, " is out of range for axis ", axis, " of size ", n, " (expected an index in [", -n,
+              ", ", n - 1, "])");
+}
+
 // Maps index i in [-n, n) to [0, n); anything else throws naming the op, i, the axis and n.
+// The message is built out of line, so this inlines into the loops over every index (a call
+// per index was most of picking a PPO minibatch's rows).
 inline int64_t resolve_index(int64_t i, int64_t n, int axis, const char* op) {
   const int64_t resolved = i < 0 ? i + n : i;
-  if (resolved < 0 || resolved >= n) [[unlikely]] {
-    CTRAX_THROW(op, ": index ", i, " is out of range for axis ", axis, " of size ", n,
-                " (expected an index in [", -n, ", ", n - 1, "])");
-  }
+  if (resolved < 0 || resolved >= n) [[unlikely]] throw_index_out_of_range(i, n, axis, op);
   return resolved;
 }
 
