@@ -230,6 +230,10 @@ VectorEnv& RLTask::evaluation_env(const CollectOptions& o) {
     CTRAX_REQUIRE(env != nullptr && env->num_envs() == *o.eval_envs,
                   "RLTask::collect_trajectories: the vector environment factory made ", env ? env->num_envs() : 0,
                   " copies when asked for eval_envs = ", *o.eval_envs);
+    CTRAX_REQUIRE(env->single_observation_space() == eval_env_->single_observation_space() &&
+                      env->single_action_space() == eval_env_->single_action_space(),
+                  "RLTask::collect_trajectories: the vector environment factory made ", env->name(), " copies for eval_envs = ",
+                  *o.eval_envs, " whose spaces differ from the task's ", env_name_);
     seeded_eval_env_ = std::move(env);
   }
   return *seeded_eval_env_;

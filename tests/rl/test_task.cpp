@@ -854,4 +854,11 @@ TEST_CASE("RLTask seeded evaluation in eval_envs copies: bad options and a facto
                        doctest::Contains("made 2 copies when asked for eval_envs = 8"), Error);
   // The task still works after the refusal.
   CHECK(small.collect_trajectories(lean_policy(), seeded_evaluation(2, 1, 2)).returns.size() == 2);
+  // A factory that makes another environment for another width.
+  const ctrax::VectorEnvFactory mixed = [](int64_t n, std::optional<int64_t> limit) -> ctrax::VectorEnvPtr {
+    return ctrax::make_vector_env(n == 1 ? "CartPole-v1" : "Acrobot-v1", n, limit);
+  };
+  RLTask mixed_task(mixed, options(1));
+  CHECK_THROWS_WITH_AS(mixed_task.collect_trajectories(lean_policy(), seeded_evaluation(4, 1, 4)),
+                       doctest::Contains("whose spaces differ from the task's CartPole-v1"), Error);
 }
