@@ -52,6 +52,15 @@ class Coin final : public Env {
   Space obs_space_, act_space_;
 };
 
+// A task of Coin(p) episodes with n_eval_envs eval copies, keyed by `key`.
+std::shared_ptr<RLTask> coin_task(int64_t n_eval_envs, uint64_t key, double p) {
+  RLTaskOptions t;
+  t.n_eval_envs = n_eval_envs;
+  t.initial_trajectories = 0;
+  t.key = Key(key);
+  return std::make_shared<RLTask>([p] { return std::make_unique<Coin>(p); }, t);
+}
+
 PolicyAgentOptions coin_policy() {
   PolicyAgentOptions p = small_policy();
   p.policy_model = Policy(2, tanh_mlp(4));
@@ -149,11 +158,7 @@ TEST_CASE("Stopping: a routine evaluation that spikes does not stop the run, the
 }
 
 TEST_CASE("Stopping: a confirmation depends on the epoch's seeds only and leaves the task's counters alone") {
-  RLTaskOptions t;
-  t.n_eval_envs = 4;
-  t.initial_trajectories = 0;
-  t.key = Key(5);
-  auto task = std::make_shared<RLTask>([] { return std::make_unique<Coin>(0.3); }, t);
+  auto task = coin_task(4, 5, 0.3);
   AgentOptions a = collect_trajectories(2);
   a.n_confirm_episodes = 40;
   PolicyGradient agent(task, a, coin_policy());
@@ -171,11 +176,7 @@ TEST_CASE("Stopping: a confirmation depends on the epoch's seeds only and leaves
 }
 
 TEST_CASE("Stopping: n_confirm_envs plays the confirmation in that many copies at once, as evaluate() would") {
-  RLTaskOptions t;
-  t.n_eval_envs = 4;
-  t.initial_trajectories = 0;
-  t.key = Key(5);
-  auto task = std::make_shared<RLTask>([] { return std::make_unique<Coin>(0.3); }, t);
+  auto task = coin_task(4, 5, 0.3);
   AgentOptions a = collect_trajectories(2);
   a.n_confirm_episodes = 40;
   a.n_confirm_envs = 1000;  // more than the episodes: 40 copies are made

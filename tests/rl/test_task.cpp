@@ -846,14 +846,14 @@ TEST_CASE("RLTask seeded evaluation in eval_envs copies: bad options and a facto
   CHECK_THROWS_WITH_AS(task.collect_trajectories(lean_policy(), seeded_evaluation(4, 1, 0)),
                        doctest::Contains("eval_envs must be >= 1, got 0"), Error);
   // A factory that honours only the widths the task was built with.
-  const ctrax::VectorEnvFactory stubborn = [](int64_t n, std::optional<int64_t> limit) -> ctrax::VectorEnvPtr {
+  const ctrax::VectorEnvFactory at_most_two_copies = [](int64_t n, std::optional<int64_t> limit) -> ctrax::VectorEnvPtr {
     return ctrax::make_vector_env("CartPole-v1", std::min<int64_t>(n, 2), limit);
   };
-  RLTask small(stubborn, options(1));
-  CHECK_THROWS_WITH_AS(small.collect_trajectories(lean_policy(), seeded_evaluation(8, 1, 8)),
+  RLTask two_copies_task(at_most_two_copies, options(1));
+  CHECK_THROWS_WITH_AS(two_copies_task.collect_trajectories(lean_policy(), seeded_evaluation(8, 1, 8)),
                        doctest::Contains("made 2 copies when asked for eval_envs = 8"), Error);
   // The task still works after the refusal.
-  CHECK(small.collect_trajectories(lean_policy(), seeded_evaluation(2, 1, 2)).returns.size() == 2);
+  CHECK(two_copies_task.collect_trajectories(lean_policy(), seeded_evaluation(2, 1, 2)).returns.size() == 2);
   // A factory that makes another environment for another width.
   const ctrax::VectorEnvFactory mixed = [](int64_t n, std::optional<int64_t> limit) -> ctrax::VectorEnvPtr {
     return ctrax::make_vector_env(n == 1 ? "CartPole-v1" : "Acrobot-v1", n, limit);

@@ -95,6 +95,23 @@ Tensor activate(const std::string& activation, const Tensor& y) {
   return y;
 }
 
+// Weights and biases of Dense(in -> hidden) -> Dense(hidden -> hidden) -> Dense(hidden -> out),
+// drawn with seeds 1..6 in that order.
+std::vector<Tensor> dense_parameters(int64_t in, int64_t hidden, int64_t out, DType dtype) {
+  return {test::random_tensor({in, hidden}, dtype, 1),     test::random_tensor({hidden}, dtype, 2),
+          test::random_tensor({hidden, hidden}, dtype, 3), test::random_tensor({hidden}, dtype, 4),
+          test::random_tensor({hidden, out}, dtype, 5),    test::random_tensor({out}, dtype, 6)};
+}
+
+// The mean square of that network's output: relu after the first layer, `second` after the second.
+LossFn two_hidden_layer_loss(const std::string& second) {
+  return [second](const std::vector<Tensor>& p, const Tensor& x) {
+    const Tensor h1 = relu(add(matmul(x, p[0]), p[1]));
+    const Tensor h2 = activate(second, add(matmul(h1, p[2]), p[3]));
+    return mean(square(add(matmul(h2, p[4]), p[5])));
+  };
+}
+
 }  // namespace
 
 TEST_CASE("plan fusion: matmul, bias add and activation replay as one kernel, bit for bit as eager") {
@@ -262,18 +279,7 @@ TEST_CASE("plan fusion: the fuser leaves a chain whose output overlaps the GEMM'
 }
 
 TEST_CASE("plan fusion: a training step's forward layers fuse and its gradients equal eager") {
-  const Tensor w1 = test::random_tensor({4, 32}, DType::float32, 1);
-  const Tensor b1 = test::random_tensor({32}, DType::float32, 2);
-  const Tensor w2 = test::random_tensor({32, 32}, DType::float32, 3);
-  const Tensor b2 = test::random_tensor({32}, DType::float32, 4);
-  const Tensor w3 = test::random_tensor({32, 2}, DType::float32, 5);
-  const Tensor b3 = test::random_tensor({2}, DType::float32, 6);
-  const auto loss = [](const std::vector<Tensor>& p, const Tensor& x) {
-    const Tensor h1 = relu(add(matmul(x, p[0]), p[1]));
-    const Tensor h2 = tanh(add(matmul(h1, p[2]), p[3]));
-    return mean(square(add(matmul(h2, p[4]), p[5])));
-  };
-  const Fn step = training_step(loss, {w1, b1, w2, b2, w3, b3});
+  const Fn step = training_step(two_hidden_layer_loss("tanh"), dense_parameters(4, 32, 2, DType::float32));
   const auto [fused, saved] = check_against_eager(step, {16, 4}, DType::float32);
   // The three forward layers at least (relu and tanh keep only their outputs for the backward).
   CHECK(fused >= 3);
@@ -283,18 +289,7 @@ TEST_CASE("plan fusion: a training step's forward layers fuse and its gradients 
 TEST_CASE("plan fusion: relu's backward folds into the GEMM of the gradient before it") {
   // Forward: three chains (two with relu, the output layer's bias). Backward: the gradient of
   // each hidden layer's output is a GEMM followed by relu's backward: two more.
-  const Tensor w1 = test::random_tensor({3, 24}, DType::float64, 1);
-  const Tensor b1 = test::random_tensor({24}, DType::float64, 2);
-  const Tensor w2 = test::random_tensor({24, 24}, DType::float64, 3);
-  const Tensor b2 = test::random_tensor({24}, DType::float64, 4);
-  const Tensor w3 = test::random_tensor({24, 1}, DType::float64, 5);
-  const Tensor b3 = test::random_tensor({1}, DType::float64, 6);
-  const auto loss = [](const std::vector<Tensor>& p, const Tensor& x) {
-    const Tensor h1 = relu(add(matmul(x, p[0]), p[1]));
-    const Tensor h2 = relu(add(matmul(h1, p[2]), p[3]));
-    return mean(square(add(matmul(h2, p[4]), p[5])));
-  };
-  const Fn step = training_step(loss, {w1, b1, w2, b2, w3, b3});
+  const Fn step = training_step(two_hidden_layer_loss("relu"), dense_parameters(3, 24, 1, DType::float64));
   const auto [fused, saved] = check_against_eager(step, {40, 3}, DType::float64);
   CHECK(fused == 5);
   CHECK(saved == 7);
