@@ -8,7 +8,10 @@
 # (default "auto") lists the OpenBLAS core types to run it with, e.g. "auto SkylakeX". Peak memory is
 # measured twice for ctrax: the whole process tree (/usr/bin/time, which counts gnuplot drawing
 # the learning curve at the end) and ctrax's own process (its summary line, getrusage).
-# Usage: [OTHER_LABEL=...] bench/run_pendulum_speed.sh [path/to/ctrax] [rounds] [other program...]
+# RESULTS names the table's file (default bench/results/pendulum_speed.md): the figures differ
+# between machines as much as between programs (RLtools' OpenBLAS GEMM is far faster on an
+# AVX-512 core than on an AVX2 one), so each machine kind keeps a table of its own.
+# Usage: [OTHER_LABEL=...] [RESULTS=...] bench/run_pendulum_speed.sh [path/to/ctrax] [rounds] [other program...]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 ctrax="${1:-build/tools/ctrax}"
@@ -69,13 +72,22 @@ for ((r = 0; r < rounds; ++r)); do
 done
 gemm_peak
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$work" "$rounds" "$here/results/pendulum_speed.md" "$load_before" "$load_after" "${OTHER_LABEL:-${other[*]:-}}" "$other_cores" <<'PY'
+python3 - "$work" "$rounds" "${RESULTS:-$here/results/pendulum_speed.md}" "$load_before" "$load_after" "${OTHER_LABEL:-${other[*]:-}}" "$other_cores" <<'PY'
 import glob, os, statistics, sys
 work, rounds, out, before, after, other = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
 other_cores = sys.argv[7].split()
 peaks = [float(x) for x in open(f"{work}/gemm_peak").read().split()] if os.path.exists(f"{work}/gemm_peak") else []
 peak = max(peaks) if peaks else None
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "unknown CPU")
+# The model name alone ("AMD EPYC" under some hypervisors) does not tell Zen 3 from Zen 4: say
+# what the core can run and its L2.
+flags = next((l.split(":", 1)[1].split() for l in open("/proc/cpuinfo") if l.startswith("flags")), [])
+isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
+try:
+    l2 = open("/sys/devices/system/cpu/cpu0/cache/index2/size").read().strip()
+except OSError:
+    l2 = "unknown"
+cpu = f"{cpu} ({isa}, L2 {l2} per core)"
 def read(kind, name):
     values = []
     for r in range(rounds):
