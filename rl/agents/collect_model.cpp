@@ -81,13 +81,24 @@ const std::vector<Tensor>& CollectModel::run(const Tensor& observations, bool ev
   return out;
 }
 
+Tensor CollectModel::returned_copy(size_t slot, const Tensor& source) {
+  if (returned_.size() <= slot) returned_.resize(slot + 1);
+  Tensor& kept = returned_[slot];
+  // A use count of 1: no tensor but `kept` refers to the storage (a view would hold it too).
+  const bool reusable = kept.defined() && kept.storage().use_count() == 1 && kept.shape() == source.shape() &&
+                        kept.dtype() == source.dtype() && kept.device() == source.device();
+  if (reusable) kept.copy_(source);
+  else kept = source.clone();
+  return kept;
+}
+
 Stack CollectModel::act(const Tensor& observations, bool evaluating, const Stack& more) {
   sampler_ = nullptr;
   const std::vector<Tensor>& out = run(observations, evaluating, more, Key());
   // Copies: the caller keeps them (a trajectory stores the distribution inputs) and the plan's
   // buffers change on the next call.
   Stack result;
-  for (size_t i = 0; i < n_outputs_; ++i) result.push_back(out[i].clone());
+  for (size_t i = 0; i < n_outputs_; ++i) result.push_back(returned_copy(i, out[i]));
   return result;
 }
 
@@ -113,7 +124,7 @@ std::pair<Tensor, Tensor> CollectModel::act_and_sample(const Tensor& observation
   temperature_ = temperature;
   const std::vector<Tensor>& out = run(observations, evaluating, {}, key);
   sampler_ = nullptr;
-  return {out[n_outputs_].clone(), out[0].clone()};
+  return {returned_copy(0, out[n_outputs_]), returned_copy(1, out[0])};
 }
 
 Stack CollectModel::outputs(const Tensor& observations) const {

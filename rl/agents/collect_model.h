@@ -31,7 +31,10 @@ class CollectModel {
   // further inputs `more` ([N, ...] each, e.g. a Q-network's actions; unconverted) run as
   // [N, 1, ...]; returns every output as [N, ...], contiguous, on the device. evaluating: Mode::eval
   // (statistics unchanged), else Mode::collect. Runs compiled when the trainer's steps do
-  // (tensor/compile.h): no tape, no allocation but the returned outputs.
+  // (tensor/compile.h): no tape and no allocation. The returned tensors are copies the caller
+  // owns; once the caller has let go of them (and of every view of them), the next call copies
+  // its results into the same storages instead of allocating new ones, so a collection loop
+  // that keeps only the values allocates nothing per step.
   Stack act(const Tensor& observations, bool evaluating, const Stack& more = {});
   // act() for a policy whose first output is the distribution's inputs, then
   // distribution.sample(inputs, key, temperature) on the CPU: {actions, distribution inputs}, bit
@@ -75,6 +78,9 @@ class CollectModel {
   // the new state's leaves.
   std::vector<Tensor> forward(const std::vector<Tensor>& inputs, Key key);
   const std::vector<Tensor>& run(const Tensor& observations, bool evaluating, const Stack& more, Key key);
+  // A copy of `source` for the caller, in returned_[slot]'s storage when nothing but this object
+  // holds it any more (the caller dropped the previous result), else in a new one.
+  Tensor returned_copy(size_t slot, const Tensor& source);
 
   const Trainer& trainer_;
   std::string checkpoint_name_;
@@ -93,6 +99,7 @@ class CollectModel {
   size_t n_more_ = 0;
   size_t n_outputs_ = 0;       // set by forward (the model's outputs; none returned by update_state)
   Tree new_state_structure_;   // set by forward
+  std::vector<Tensor> returned_;  // what act() / act_and_sample() returned last, per slot
 };
 
 // Trax's supervised part of an RL epoch for one network: n_steps steps of `trainer` spread evenly

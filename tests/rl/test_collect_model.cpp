@@ -1,7 +1,7 @@
 // CollectModel (rl/agents/collect_model.h): the compiled collection step runs the policy's forward and
 // the action sampling as one plan that draws from each call's key. It equals act() followed by
-// the distribution's eager sample() bit for bit, and in steady state allocates only the two
-// copies it returns.
+// the distribution's eager sample() bit for bit, and in steady state allocates nothing: the two
+// copies it returns reuse the previous call's storages once the caller has let go of them.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -11,6 +11,7 @@
 
 #include <ctrax/ctrax.h>
 #include <ctrax/rl/agents/collect_model.h>
+#include <ctrax/rl/learning/task.h>
 
 #include "test_util.h"
 
@@ -48,8 +49,9 @@ void check_collection_plan(const Distribution& distribution, bool normalize = fa
       const AllocationStats before = allocation_stats();
       const auto [actions, inputs] = compiled.act_and_sample(observations, false, distribution, key, temperature);
       const int64_t allocated = allocation_stats().storages_allocated - before.storages_allocated;
-      // The two copies it returns; a Normalize's statistics are copied into the state's own tensors.
-      if (step > 0) CHECK(allocated == 2);
+      // The previous call's copies were dropped at the end of its iteration, so their storages
+      // take this call's; a Normalize's statistics are copied into the state's own tensors.
+      if (step > 0) CHECK(allocated == 0);
       const Tensor want_inputs = eager.act(observations, false)[0];
       CHECK(bitwise_equal(inputs, want_inputs));
       // The collected statistics (a Normalize's) move the same way in the plan.
@@ -77,6 +79,62 @@ TEST_CASE("CollectModel: forward and sampling as one plan equal act() then sampl
 
 TEST_CASE("CollectModel: a policy with a Normalize in front collects through the plan, its statistics equal eager's") {
   check_collection_plan(Gaussian(Shape{2}, 1.0, LearnStd::separate), /*normalize=*/true);
+}
+
+TEST_CASE("CollectModel: results the caller still holds are not overwritten by the next call") {
+  const Gaussian distribution(Shape{2}, 1.0, LearnStd::separate);
+  const auto trainer = policy_trainer(distribution, true);
+  CollectModel model(*trainer, "policy_collect_state", "test");
+  const Tensor first_obs = normal(Key(41), {4, 3}), second_obs = normal(Key(42), {4, 3});
+  const auto [actions, inputs] = model.act_and_sample(first_obs, false, distribution, Key(43), 1.0);
+  const Tensor actions_before = actions.clone(), inputs_before = inputs.clone();
+  const Tensor view = model.act(first_obs, true)[0].slice(0, 0, 2);  // only a view of act()'s result is kept
+  const Tensor view_before = view.clone();
+
+  // Every earlier result is still held (a view counts): the next calls copy into new storages.
+  const AllocationStats before = allocation_stats();
+  const auto [next_actions, next_inputs] = model.act_and_sample(second_obs, false, distribution, Key(44), 1.0);
+  const Stack next_outputs = model.act(second_obs, true);
+  CHECK(allocation_stats().storages_allocated - before.storages_allocated == 3);
+  CHECK(bitwise_equal(actions, actions_before));
+  CHECK(bitwise_equal(inputs, inputs_before));
+  CHECK(bitwise_equal(view, view_before));
+  CHECK_FALSE(bitwise_equal(next_inputs, inputs));
+  CHECK(next_actions.storage() != actions.storage());
+  CHECK(next_outputs[0].storage() != view.storage());
+}
+
+TEST_CASE("CollectModel in an RLTask: a collection step allocates no storage in steady state") {
+  // Pendulum's episodes last 200 steps, so none ends in the 150 steps collected here: the
+  // storages a collection allocates (its stored pieces, the observations it keeps) must not
+  // depend on how many steps it runs.
+  const Gaussian distribution(Shape{1}, 1.0, LearnStd::separate);
+  const auto trainer = policy_trainer(distribution, true);
+  CollectModel model(*trainer, "policy_collect_state", "test");
+  RLTaskOptions options;
+  options.n_envs = 4;
+  options.initial_trajectories = 0;
+  options.key = Key(5);
+  RLTask task("Pendulum-v1", options);
+  const CollectPolicy policy = [&](const Tensor& observations, Key key, double temperature) {
+    const auto [actions, inputs] = model.act_and_sample(observations, false, distribution, key, temperature);
+    return PolicyOutput{actions, inputs};
+  };
+  int64_t epoch = 0;
+  const auto storages_for = [&](int64_t steps) {
+    CollectOptions o;
+    o.n_interactions = 4 * steps;
+    o.epoch = ++epoch;
+    const int64_t before = allocation_stats().storages_allocated;
+    const CollectStats stats = task.collect_trajectories(policy, o);
+    REQUIRE(stats.n_interactions == 4 * steps);
+    return allocation_stats().storages_allocated - before;
+  };
+  storages_for(10);  // records the plan
+  const int64_t short_collection = storages_for(20);
+  const int64_t long_collection = storages_for(120);
+  CHECK(long_collection == short_collection);
+  CHECK(model.compile_stats().recordings == 1);
 }
 
 TEST_CASE("CollectModel: update_state moves the statistics as act() does, compiled and eager, without the outputs") {
