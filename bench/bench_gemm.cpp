@@ -3,7 +3,8 @@
 // Each benchmark is named <s|d>gemm/<backend>/t<threads>/<m>x<k>x<n> and reports GFLOP/s,
 // counting 2*m*n*k FLOPs per call (one multiply and one add per term; beta = 0). Shapes: the
 // square sizes 16..4096, and the RL shapes (m, k, n) = (64,4,64), (64,64,64), (256,64,64),
-// (64,64,2). Operands stay resident between iterations, as they do in a training loop: these
+// (64,64,2), (256,3,64), (256,1,64). Shapes with k <= 4 also run as native_tile: the register
+// tile the small-k path (kernels/gemm/small_k_body.h) replaces, for comparing the two. Operands stay resident between iterations, as they do in a training loop: these
 // are warm-cache numbers, which is what the small shapes see in practice. bench/run_gemm.sh
 // runs this and writes bench/results/gemm.md.
 //
@@ -12,6 +13,7 @@
 #include <benchmark/benchmark.h>
 #include <ctrax/kernels/cpu_features.h>
 #include <ctrax/kernels/gemm.h>
+#include <ctrax/kernels/gemm/driver.h>
 #include <ctrax/kernels/parallel.h>
 
 #include <random>
@@ -27,9 +29,10 @@ struct Shape {
 };
 
 template <typename T>
-void run_gemm(benchmark::State& state, GemmBackend backend, int threads, Shape s) {
+void run_gemm(benchmark::State& state, GemmBackend backend, int threads, Shape s, bool small_k_path = true) {
   set_gemm_backend(backend);
   set_num_threads(threads);
+  gemm_detail::set_small_k_path(small_k_path);
   std::mt19937 rng(42);
   std::uniform_real_distribution<T> dist(-1, 1);
   std::vector<T> a(size_t(s.m * s.k)), b(size_t(s.k * s.n)), c(size_t(s.m * s.n));
@@ -44,6 +47,7 @@ void run_gemm(benchmark::State& state, GemmBackend backend, int threads, Shape s
     benchmark::DoNotOptimize(c.data());
     benchmark::ClobberMemory();
   }
+  gemm_detail::set_small_k_path(true);
   const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
   state.counters["GFLOP/s"] =
       benchmark::Counter(flops * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
@@ -62,13 +66,20 @@ void register_shape(const char* type, Shape s) {
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
     }
+    if (s.k <= gemm_detail::kSmallKMax) {
+      const std::string name = std::string(type) + "/native_tile/t" + std::to_string(threads) + "/" +
+                               std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n);
+      benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
+        run_gemm<T>(state, GemmBackend::native, threads, s, /*small_k_path=*/false);
+      })->Unit(benchmark::kMicrosecond)->UseRealTime();
+    }
   }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Shape rl_shapes[] = {{64, 4, 64}, {64, 64, 64}, {256, 64, 64}, {64, 64, 2}};
+  const Shape rl_shapes[] = {{64, 4, 64}, {64, 64, 64}, {256, 64, 64}, {64, 64, 2}, {256, 3, 64}, {256, 1, 64}};
   for (const Shape& s : rl_shapes) register_shape<float>("sgemm", s);
   for (int64_t size : {16, 32, 64, 128, 256, 512, 1024, 2048, 4096}) register_shape<float>("sgemm", {size, size, size});
   for (const Shape& s : rl_shapes) register_shape<double>("dgemm", s);

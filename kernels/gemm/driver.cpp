@@ -6,6 +6,7 @@
 #include "../parallel.h"
 
 #include <algorithm>
+#include <atomic>
 
 namespace ctrax::kernels::gemm_detail {
 
@@ -232,7 +233,41 @@ void narrow_gemm(const KernelSpec<T>& spec, const Problem& p, T alpha, const T* 
   });
 }
 
+// C with k <= kSmallKMax (and more than kNarrowMaxCols columns), row by row with the epilogue
+// (small_k_body.h). op(B)'s rows must be unit stride in j: B in place, or a copy of B^T (k x n,
+// a few hundred elements). Rows of C split over threads freely, as in narrow_gemm.
+template <typename T>
+void small_k_gemm(const KernelSpec<T>& spec, const Problem& p, T alpha, const T* a, const T* b, T beta, T* c,
+                  const GemmEpilogue<T>& epilogue) {
+  SmallKArgs<T> args{p.m, p.n, static_cast<int>(p.k), a, p.trans_a ? 1 : p.lda, p.trans_a ? p.lda : 1, b, p.ldb,
+                     c, p.ldc, alpha, beta, epilogue.bias, epilogue.relu, epilogue.mask};
+  if (p.trans_b) {
+    T* rows = narrow_buffer<T>().reserve(static_cast<size_t>(p.n * p.k));
+    for (int64_t q = 0; q < p.k; ++q)
+      for (int64_t j = 0; j < p.n; ++j) rows[q * p.n + j] = b[j * p.ldb + q];
+    args.b = rows;
+    args.ldb = p.n;
+  }
+  const bool parallel = p.m * p.n * p.k >= kMinParallelFmas && !in_parallel_region() && num_threads() > 1;
+  if (!parallel) {
+    spec.small_k(args);
+    return;
+  }
+  parallel_for(p.m, 64, [&](int64_t i0, int64_t i1) {
+    SmallKArgs<T> part = args;
+    part.m = i1 - i0;
+    part.a = a + i0 * args.a_row_stride;
+    part.c = c + i0 * p.ldc;
+    if (part.mask != nullptr) part.mask = epilogue.mask + i0 * p.ldc;
+    spec.small_k(part);
+  });
+}
+
+std::atomic<bool> g_small_k_path{true};
+
 }  // namespace
+
+void set_small_k_path(bool on) { g_small_k_path.store(on, std::memory_order_relaxed); }
 
 template <typename T>
 void native_gemm(const KernelSpec<T>& spec, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
@@ -249,6 +284,10 @@ void native_gemm(const KernelSpec<T>& spec, bool trans_a, bool trans_b, int64_t 
   if (n <= kNarrowMaxCols) {
     narrow_gemm(spec, whole, alpha, a, b, beta, c);
     if (has_epilogue) apply_epilogue_rows(m, n, c, ldc, epilogue);
+    return;
+  }
+  if (k <= kSmallKMax && g_small_k_path.load(std::memory_order_relaxed)) {
+    small_k_gemm(spec, whole, alpha, a, b, beta, c, epilogue);
     return;
   }
   threaded_gemm(spec, whole, alpha, a, b, beta, c, epilogue);

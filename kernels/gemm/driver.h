@@ -13,7 +13,9 @@
 // micro-kernel needs, so those are read in place when they are small enough to stay in cache.
 //
 // C with at most 4 columns (a value head, a 2-action policy) does not fill a register tile's
-// 16-32 lanes; it takes the narrow path instead (narrow_body.h, driver.cpp: narrow_gemm).
+// 16-32 lanes; it takes the narrow path instead (narrow_body.h, driver.cpp: narrow_gemm). A
+// product with k <= 4 (a first layer over a few features, the backward through a narrow head)
+// runs row by row with its epilogue (small_k_body.h), the register tile's bits.
 //
 // Threads split C into column (or row) ranges aligned to NR (MR). The k blocking and the tile
 // grid are the same for every split, and each tile's k loop is fixed, so the result is
@@ -35,6 +37,10 @@ template <typename T>
 void native_gemm(const KernelSpec<T>& spec, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                  T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc,
                  const GemmEpilogue<T>& epilogue = {});
+
+// Whether k <= kSmallKMax takes the small-k path (default) or the register tile: for tests and
+// benchmarks comparing the two (same bits either way). Process-wide.
+void set_small_k_path(bool on);
 
 // The epilogue as a pass over an m x n block of C (gemm.cpp).
 template <typename T>

@@ -67,7 +67,7 @@ KernelSpec<T> checked_spec(GemmIsa isa) {
   const KernelSpec<T> s = make_spec<T>(isa);
   // The driver relies on cache blocks being whole tiles (see driver.h on determinism).
   CTRAX_CHECK(s.isa == isa && s.mr > 0 && s.nr > 0 && s.mc % s.mr == 0 && s.nc % s.nr == 0 && s.kc > 0 &&
-                  s.kernel != nullptr && s.narrow != nullptr,
+                  s.kernel != nullptr && s.narrow != nullptr && s.small_k != nullptr,
               "inconsistent GEMM kernel spec for ", gemm_isa_name(isa));
   return s;
 }

@@ -74,6 +74,37 @@ struct NarrowArgs {
 template <typename T>
 using NarrowKernel = void (*)(const NarrowArgs<T>& args);
 
+// The small-k kernel (small_k_body.h): all of C = alpha * op(A) * op(B) + beta * C and then the
+// epilogue, for k <= kSmallKMax, one row of C at a time. With k this small the register tile's
+// k loop is a few FMAs and its cost is moving C (and the mask) through the tile; row by row,
+// each C vector is computed, finished and stored in one go. The maths per element is the
+// register tile's: acc = 0, acc = fma(A(i, p), B(p, j), acc) for p = 0, 1, ..., then the
+// tile's store (alpha * acc, or fma(alpha, acc, beta * C)), bias, relu and mask, so the bits
+// are the same.
+//   A(i, p) = a[i * a_row_stride + p * a_p_stride];  B(p, j) = b[p * ldb + j] (op(B) rows, unit
+//   stride in j: B in place or a copy of B^T); C(i, j) = c[i * ldc + j]; mask(i, j) =
+//   mask[i * ldc + j]; bias[j].
+constexpr int kSmallKMax = 4;
+
+template <typename T>
+struct SmallKArgs {
+  int64_t m, n;
+  int k;  // 1..kSmallKMax
+  const T* a;
+  int64_t a_row_stride, a_p_stride;
+  const T* b;
+  int64_t ldb;
+  T* c;
+  int64_t ldc;
+  T alpha, beta;
+  const T* bias;  // null: none
+  bool relu;
+  const T* mask;  // null: none
+};
+
+template <typename T>
+using SmallKKernel = void (*)(const SmallKArgs<T>& args);
+
 // A micro-kernel with the cache blocking chosen for it (by benchmark, see bench/bench_gemm.cpp):
 //   kc: depth of a packed panel pair; a B micro-panel (kc x NR) stays in L1 across a block of A.
 //   mc: rows of the packed A block (mc x kc), sized to sit in L2.
@@ -88,6 +119,7 @@ struct KernelSpec {
   int64_t nc;
   MicroKernel<T> kernel;
   NarrowKernel<T> narrow;
+  SmallKKernel<T> small_k;
 };
 
 // One per ISA and type, defined in microkernel_<n>_<isa>.cpp. The AVX2 and AVX-512 ones may

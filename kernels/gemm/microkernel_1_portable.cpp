@@ -38,6 +38,7 @@ struct Scalar1 {
 
 #include "microkernel_body.h"
 #include "narrow_body.h"
+#include "small_k_body.h"
 
 constexpr int kMR = 4;
 constexpr int kNR = 4;
@@ -46,12 +47,14 @@ constexpr int kNR = 4;
 
 KernelSpec<float> portable_sgemm_kernel() {
   return {GemmIsa::portable, kMR, kNR, /*mc=*/128, /*kc=*/256, /*nc=*/1024,
-          &tile_dispatch<Scalar1<float>, kMR, kNR>, &narrow_dispatch<Scalar1<float>>};
+          &tile_dispatch<Scalar1<float>, kMR, kNR>, &narrow_dispatch<Scalar1<float>>,
+          &small_k_dispatch<Scalar1<float>>};
 }
 
 KernelSpec<double> portable_dgemm_kernel() {
   return {GemmIsa::portable, kMR, kNR, /*mc=*/128, /*kc=*/256, /*nc=*/1024,
-          &tile_dispatch<Scalar1<double>, kMR, kNR>, &narrow_dispatch<Scalar1<double>>};
+          &tile_dispatch<Scalar1<double>, kMR, kNR>, &narrow_dispatch<Scalar1<double>>,
+          &small_k_dispatch<Scalar1<double>>};
 }
 
 }  // namespace ctrax::kernels::gemm_detail

@@ -107,6 +107,7 @@ struct F64x4 {
 
 #include "microkernel_body.h"
 #include "narrow_body.h"
+#include "small_k_body.h"
 
 constexpr int kMR = 6;
 
@@ -114,12 +115,12 @@ constexpr int kMR = 6;
 
 KernelSpec<float> avx2_sgemm_kernel() {
   return {GemmIsa::avx2, kMR, 16, /*mc=*/144, /*kc=*/256, /*nc=*/4096, &tile_dispatch<F32x8, kMR, 2>,
-          &narrow_dispatch<F32x8>};
+          &narrow_dispatch<F32x8>, &small_k_dispatch<F32x8>};
 }
 
 KernelSpec<double> avx2_dgemm_kernel() {
   return {GemmIsa::avx2, kMR, 8, /*mc=*/144, /*kc=*/256, /*nc=*/2048, &tile_dispatch<F64x4, kMR, 2>,
-          &narrow_dispatch<F64x4>};
+          &narrow_dispatch<F64x4>, &small_k_dispatch<F64x4>};
 }
 
 #else  // compiled without the ISA flags (not x86-64, or another compiler): never selected,

@@ -115,6 +115,7 @@ struct F64x8 {
 
 #include "microkernel_body.h"
 #include "narrow_body.h"
+#include "small_k_body.h"
 
 constexpr int kSgemmMR = 12;
 constexpr int kDgemmMR = 12;
@@ -123,12 +124,12 @@ constexpr int kDgemmMR = 12;
 
 KernelSpec<float> avx512_sgemm_kernel() {
   return {GemmIsa::avx512, kSgemmMR, 32, /*mc=*/240, /*kc=*/256, /*nc=*/4096,
-          &tile_dispatch<F32x16, kSgemmMR, 2>, &narrow_dispatch<F32x16>};
+          &tile_dispatch<F32x16, kSgemmMR, 2>, &narrow_dispatch<F32x16>, &small_k_dispatch<F32x16>};
 }
 
 KernelSpec<double> avx512_dgemm_kernel() {
   return {GemmIsa::avx512, kDgemmMR, 16, /*mc=*/240, /*kc=*/256, /*nc=*/2048,
-          &tile_dispatch<F64x8, kDgemmMR, 2>, &narrow_dispatch<F64x8>};
+          &tile_dispatch<F64x8, kDgemmMR, 2>, &narrow_dispatch<F64x8>, &small_k_dispatch<F64x8>};
 }
 
 #else  // compiled without the ISA flags (not x86-64, or another compiler): never selected,

@@ -2,9 +2,10 @@
 // beta 0) followed by the separate bias add, relu and relu-backward mask, in every combination,
 // on every micro-kernel the CPU runs and on OpenBLAS, through the register-tile path (full and
 // partial tiles, several k blocks, threads) and the narrow-C path, with NaN, infinite, negative
-// and signed-zero values.
+// and signed-zero values; and the small-k path (k <= 4, row by row) against the register tile.
 #include <ctrax/base/error.h>
 #include <ctrax/kernels/gemm.h>
+#include <ctrax/kernels/gemm/driver.h>
 #include <ctrax/kernels/parallel.h>
 #include <doctest/doctest.h>
 
@@ -137,6 +138,91 @@ TEST_CASE("gemm epilogue: bias, relu and mask give the bits of the separate ops,
     }
   }
   if (gemm_isa_supported(GemmIsa::avx2)) CHECK(g_negative_zeros > 0);
+}
+
+namespace {
+
+// Restores the small-k path (on by default) even when a check fails.
+struct SmallKPathGuard {
+  ~SmallKPathGuard() { gemm_detail::set_small_k_path(true); }
+};
+
+// C = alpha op(A) op(B) + beta C, then the epilogue (alpha 1, beta 0 only), through the small-k
+// path and through the register tile: the same bits, NaN and signed zeros included.
+template <typename T>
+void check_small_k(const std::string& what, bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, T beta,
+                   int combination, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  const int64_t lda = (ta ? m : k) + 1, ldb = (tb ? k : n) + 3, ldc = n + 2;
+  std::vector<T> a((ta ? k : m) * lda), b((tb ? n : k) * ldb), bias(n), mask(m * ldc), c0(m * ldc);
+  for (T& x : a) x = static_cast<T>(u(rng));
+  for (T& x : b) x = static_cast<T>(u(rng));
+  for (T& x : c0) x = static_cast<T>(u(rng));
+  for (int64_t j = 0; j < n; ++j) bias[j] = j % 5 == 2 ? T(-0.0) : static_cast<T>(u(rng));
+  for (size_t i = 0; i < mask.size(); ++i)
+    mask[i] = i % 4 == 0 ? T(-0.0) : i % 7 == 1 ? std::numeric_limits<T>::quiet_NaN() : static_cast<T>(u(rng));
+  // Products that round to -0 (row 0 of op(A) tiny and negative), a NaN and an infinity.
+  for (int64_t p = 0; p < k; ++p) a[ta ? p * lda : p] = -std::numeric_limits<T>::min();
+  if (m > 2) {
+    a[ta ? 1 : lda] = std::numeric_limits<T>::quiet_NaN();
+    a[ta ? 2 : 2 * lda] = -std::numeric_limits<T>::infinity();
+  }
+  const GemmEpilogue<T> epilogue{combination & 1 ? bias.data() : nullptr, (combination & 2) != 0,
+                                 combination & 4 ? mask.data() : nullptr};
+  const auto run = [&](bool small_k) {
+    gemm_detail::set_small_k_path(small_k);
+    std::vector<T> c = c0;
+    if (combination != 0) {
+      fused_gemm<T>(ta, tb, m, n, k, a.data(), lda, b.data(), ldb, c.data(), ldc, epilogue);
+    } else if constexpr (std::is_same_v<T, float>) {
+      sgemm(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+    } else {
+      dgemm(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+    }
+    return c;
+  };
+  const std::vector<T> tile = run(false), rows = run(true);
+  int64_t wrong = 0;
+  for (size_t i = 0; i < tile.size(); ++i) wrong += bits(tile[i]) != bits(rows[i]);
+  INFO(what, " ta=", ta, " tb=", tb, " m=", m, " n=", n, " k=", k, " alpha=", double(alpha), " beta=", double(beta),
+       " epilogue=", combination);
+  CHECK(wrong == 0);
+}
+
+template <typename T>
+void check_small_k_shapes(const std::string& what) {
+  struct Size {
+    int64_t m, n, k;
+  };
+  // One row, partial last vectors, the RL shapes ([256, 3] x [3, 64], [256, 1] x [1, 64]^T),
+  // and one big enough to be split over threads (m n k >= 2^22).
+  const Size sizes[] = {{1, 5, 1}, {3, 17, 2}, {13, 64, 3}, {256, 64, 3}, {256, 64, 1}, {37, 100, 4}, {1030, 1030, 4}};
+  uint32_t seed = 7;
+  for (const Size& s : sizes)
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        for (int combination = 0; combination < 8; ++combination)
+          check_small_k<T>(what, ta, tb, s.m, s.n, s.k, T(1), T(0), combination, seed++);
+        check_small_k<T>(what, ta, tb, s.m, s.n, s.k, T(0.5), T(1), 0, seed++);
+        check_small_k<T>(what, ta, tb, s.m, s.n, s.k, T(-1.5), T(0.25), 0, seed++);
+      }
+}
+
+}  // namespace
+
+TEST_CASE("gemm: the small-k path (k <= 4) gives the register tile's bits, every micro-kernel and thread count") {
+  GemmStateGuard guard;
+  SmallKPathGuard small_k_guard;
+  set_gemm_backend(GemmBackend::native);
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (GemmIsa isa : supported_isas()) {
+      force_gemm_isa(isa);
+      check_small_k_shapes<float>(std::string("sgemm ") + gemm_isa_name(isa) + " threads " + std::to_string(threads));
+      check_small_k_shapes<double>(std::string("dgemm ") + gemm_isa_name(isa) + " threads " + std::to_string(threads));
+    }
+  }
 }
 
 TEST_CASE("gemm epilogue: the openblas backend applies it after cblas") {
