@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 
 #include <ctrax/ctrax.h>
+#include <ctrax/kernels/elementwise/elementwise.h>
 
 namespace {
 
@@ -106,8 +107,51 @@ void value_and_grad_compiled(benchmark::State& state, bool fuse) {
 void BM_mlp_value_and_grad_compiled(benchmark::State& state) { value_and_grad_compiled(state, true); }
 void BM_mlp_value_and_grad_compiled_unfused(benchmark::State& state) { value_and_grad_compiled(state, false); }
 
+// What a plan's kernel costs beyond its work: 60 elementwise kernels (add, multiply by a scalar,
+// minimum, 20 times over) on [n, 1] float32 columns, replayed as a plan against the same 60
+// kernels::binary_kernel calls made directly. The difference is the replay's per-kernel
+// overhead (the closure call and the tensor layer's loop set-up), which is what fusing such a
+// chain into one pass could save when the data sit in L1.
+constexpr int kChainOps = 60;
+
+void BM_plan_replay_elementwise_chain(benchmark::State& state) {
+  ctrax::kernels::set_num_threads(1);
+  const int64_t n = state.range(0);
+  const Tensor x = ctrax::full({n, 1}, 0.5), y = ctrax::full({n, 1}, 0.25);
+  ctrax::CompiledFunction chain([](const std::vector<Tensor>& in) {
+    Tensor a = in[0];
+    for (int i = 0; i < kChainOps / 3; ++i) a = ctrax::minimum(ctrax::mul(ctrax::add(a, in[1]), 0.5), in[1]);
+    return std::vector<Tensor>{a};
+  });
+  chain({x, y});
+  for (auto _ : state) benchmark::DoNotOptimize(chain({x, y}));
+  state.counters["kernels"] = static_cast<double>(chain.stats().kernels);
+  state.counters["ns_per_kernel"] = benchmark::Counter(static_cast<double>(state.iterations()) * kChainOps * 1e-9,
+                                                       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+void BM_direct_elementwise_kernels(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  std::vector<float> a(static_cast<size_t>(n), 0.5f), b(static_cast<size_t>(n), 0.25f), t(static_cast<size_t>(n));
+  const float half = 0.5f;
+  using ctrax::kernels::BinaryKernel;
+  for (auto _ : state) {
+    for (int i = 0; i < kChainOps / 3; ++i) {
+      ctrax::kernels::binary_kernel(BinaryKernel::add, a.data(), 1, b.data(), 1, t.data(), n);
+      ctrax::kernels::binary_kernel(BinaryKernel::mul, t.data(), 1, &half, 0, t.data(), n);
+      ctrax::kernels::binary_kernel(BinaryKernel::minimum, t.data(), 1, b.data(), 1, a.data(), n);
+    }
+    benchmark::DoNotOptimize(a.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["ns_per_kernel"] = benchmark::Counter(static_cast<double>(state.iterations()) * kChainOps * 1e-9,
+                                                       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 }  // namespace
 
+BENCHMARK(BM_plan_replay_elementwise_chain)->Arg(8)->Arg(256)->Arg(4096);
+BENCHMARK(BM_direct_elementwise_kernels)->Arg(8)->Arg(256)->Arg(4096);
 BENCHMARK(BM_mlp_train_step_eager);
 BENCHMARK(BM_mlp_train_step_compiled);
 BENCHMARK(BM_mlp_train_step_eager_flushed);

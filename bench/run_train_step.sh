@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The MLP 4-64-64-2 training step, eager against compiled (bench_train_step.cpp), side by side
 # with jax.jit (bench/jax_train_step.py, when jax is importable), one thread, ROUNDS interleaved
-# rounds; writes bench/results/train_step.md with the medians. Builds nothing.
-# Usage: bench/run_train_step.sh [path/to/bench_train_step] [rounds]
+# rounds; writes bench/results/train_step.md (or RESULTS) with the medians. Builds nothing.
+# Usage: [RESULTS=...] bench/run_train_step.sh [path/to/bench_train_step] [rounds]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 binary="${1:-build/bench/bench_train_step}"
@@ -22,7 +22,7 @@ for ((r = 0; r < rounds; ++r)); do
   if ((has_jax)); then python3 "$here/jax_train_step.py" --repetitions 1 > "$work/jax_$r.txt"; fi
 done
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$work" "$rounds" "$has_jax" "$here/results/train_step.md" "$load_before" "$load_after" <<'PY'
+python3 - "$work" "$rounds" "$has_jax" "${RESULTS:-$here/results/train_step.md}" "$load_before" "$load_after" <<'PY'
 import glob, json, statistics, sys
 work, rounds, has_jax, out = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
 times, storages = {}, {}
@@ -35,6 +35,8 @@ for path in sorted(glob.glob(f"{work}/ctrax_*.json")):
             storages[name] = b["storages_per_step"]
 jax = [float(open(p).read()) for p in sorted(glob.glob(f"{work}/jax_*.txt"))] if has_jax else []
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "unknown CPU")
+flags = next((l.split(":", 1)[1].split() for l in open("/proc/cpuinfo") if l.startswith("flags")), [])
+cpu += " (AVX-512)" if "avx512f" in flags else " (AVX2)" if "avx2" in flags else ""
 med = {k: statistics.median(v) for k, v in times.items()}
 lines = ["# Training step: eager, compiled, jax.jit", "",
          "Written by `bench/run_train_step.sh`: the MLP 4-64-64-2 (Dense + ReLU twice, then Dense; MSE) on a batch",
@@ -60,6 +62,16 @@ for name in ["mlp_train_step_eager", "mlp_train_step_compiled", "mlp_train_step_
 if jax:
     lines.append(f"| jax.jit train step | {statistics.median(jax):.1f} us | - |")
 lines.append("")
+# The replay's per-kernel overhead: 60 elementwise kernels on [n, 1] columns as a plan against
+# the same kernels called directly (bench_train_step.cpp).
+chain = [(n, med.get(f"plan_replay_elementwise_chain/{n}"), med.get(f"direct_elementwise_kernels/{n}"))
+         for n in (8, 256, 4096)]
+if all(p and d for _, p, d in chain):
+    lines += ["What a plan's kernel costs beyond its work (60 elementwise kernels on [n, 1] float32, replayed as a",
+              "plan against the same kernels called directly; per kernel):", "",
+              "| n | replayed | direct |", "|---|---|---|"]
+    lines += [f"| {n} | {1000 * p / 60:.1f} ns | {1000 * d / 60:.1f} ns |" for n, p, d in chain]
+    lines.append("")
 e, c = med.get("mlp_train_step_eager"), med.get("mlp_train_step_compiled")
 ef, cf = med.get("mlp_train_step_eager_flushed"), med.get("mlp_train_step_compiled_flushed")
 if e and c:
