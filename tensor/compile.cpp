@@ -1,9 +1,20 @@
 #include "compile.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <regex>
 #include <sstream>
+#include <typeinfo>
 #include <utility>
+
+#if __has_include(<cxxabi.h>)
+#include <cxxabi.h>
+#define CTRAX_HAS_CXXABI 1
+#endif
 
 #include "plan.h"
 #include "storage.h"
@@ -31,7 +42,86 @@ void bind_input(Tensor& dst, const Tensor& src) {
   dst.copy_(src);
 }
 
+// The readable name of a recorded kernel: the op whose closure it is. The closure's type names
+// the function that made it (ctrax::where(...)::{lambda()#1}, or GCC's $_0 forms with clang),
+// so its demangled name with the namespaces dropped, cut at the function's parameter list, is
+// the op: "where", "Tensor::copy_", "matmul". The tensor layer's shared loops (map_unary,
+// map_binary) carry the op in their template arguments: the binary_op<Mul> or softplus(...)
+// inside is the label instead.
+std::string kernel_label(const std::type_info& type) {
+  std::string name = type.name();
+#ifdef CTRAX_HAS_CXXABI
+  int status = 0;
+  if (char* demangled = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status)) {
+    if (status == 0) name = demangled;
+    std::free(demangled);
+  }
+#endif
+  for (const char* noise : {"(anonymous namespace)::", "ctrax::", "ops_detail::", "autograd_detail::", "gemm_detail::",
+                            "detail::", "kernels::"}) {
+    for (size_t at = name.find(noise); at != std::string::npos; at = name.find(noise))
+      name.erase(at, std::strlen(noise));
+  }
+  std::smatch m;
+  static const std::regex binary(R"(binary(_scalar)?_op<(\w+)>)");
+  static const std::regex unary(R"(_unary<\(OpId\)\d+, (\w+)\()");
+  if (name.rfind("map_binary", 0) == 0 && std::regex_search(name, m, binary)) {
+    std::string op = m[2].str();
+    std::transform(op.begin(), op.end(), op.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return m[1].matched ? op + " (scalar)" : op;
+  }
+  if (name.rfind("map_unary", 0) == 0 && std::regex_search(name, m, unary)) return m[1].str();
+  // The function name: up to the first '(' outside template brackets. A wrapper whose template
+  // argument is a function's lambda (run_sampler<normal(...)::{lambda...}>) is named by that
+  // function instead.
+  int depth = 0;
+  size_t end = name.size();
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name[i] == '<') ++depth;
+    if (name[i] == '>') --depth;
+    if (name[i] == '(' && depth == 0) {
+      end = i;
+      break;
+    }
+  }
+  const std::string function = name.substr(0, end);
+  static const std::regex inner(R"(<(\w+)\()");
+  if (std::regex_search(function, m, inner)) return m[1].str();
+  return function.size() > 80 ? function.substr(0, 80) : function;
+}
+
+bool profile_requested_by_environment() {
+  static const bool requested = std::getenv("CTRAX_PROFILE_PLANS") != nullptr;
+  return requested;
+}
+
 }  // namespace
+
+std::string format_kernel_profile(const std::vector<KernelTiming>& timings, size_t top) {
+  double total = 0;
+  for (const KernelTiming& t : timings) total += t.seconds;
+  std::vector<const KernelTiming*> order;
+  for (const KernelTiming& t : timings) order.push_back(&t);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const KernelTiming* a, const KernelTiming* b) { return a->seconds > b->seconds; });
+  std::ostringstream out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%7s %12s %10s %6s %7s  %s\n", "share", "total", "per call", "plan", "kernel",
+                "label");
+  out << line;
+  for (size_t i = 0; i < order.size() && i < top; ++i) {
+    const KernelTiming& t = *order[i];
+    std::snprintf(line, sizeof line, "%6.1f%% %10.3f ms %7.2f us %6lld %7lld  %s\n",
+                  total > 0 ? 100.0 * t.seconds / total : 0.0, 1e3 * t.seconds,
+                  t.calls > 0 ? 1e6 * t.seconds / static_cast<double>(t.calls) : 0.0, static_cast<long long>(t.plan),
+                  static_cast<long long>(t.kernel), t.label.c_str());
+    out << line;
+  }
+  if (order.size() > top) out << "  (" << order.size() - top << " more kernels)\n";
+  std::snprintf(line, sizeof line, "%7s %10.3f ms over %zu kernels\n", "total", 1e3 * total, timings.size());
+  out << line;
+  return out.str();
+}
 
 void check_value(const Tensor& scalar, std::function<std::string(double)> check) {
   CTRAX_REQUIRE(scalar.defined() && scalar.numel() == 1, "check_value: expected a one-element tensor, got ",
@@ -70,6 +160,7 @@ struct CompiledFunction::Plan {
   std::vector<std::shared_ptr<Storage>> external;  // storages from outside the plan its kernels touch
   std::vector<std::pair<std::shared_ptr<const double>, double>> guards;  // host values and what they were
   std::shared_ptr<KeyWords> call_key;  // where the draws' kernels read the call's key
+  size_t profile_begin = 0;           // with profiling: this plan's first entry in profile_
 
   bool guards_hold() const {
     for (const auto& [value, seen] : guards)
@@ -89,9 +180,22 @@ CompiledFunction::CompiledFunction(KeyedFunction function, CompileOptions option
     : function_(std::move(function)), options_(std::move(options)) {
   CTRAX_REQUIRE(function_ != nullptr, "compile: the function is empty");
   CTRAX_REQUIRE(options_.max_plans >= 1, "compile: max_plans must be >= 1, got ", options_.max_plans);
+  if (profile_requested_by_environment()) {
+    options_.profile = true;
+    log_profile_ = true;
+  }
 }
 
-CompiledFunction::~CompiledFunction() = default;
+CompiledFunction::~CompiledFunction() {
+  if (!log_profile_ || profile_.empty()) return;
+  try {
+    say("ctrax: compile: kernel profile of " + options_.name + " (CTRAX_PROFILE_PLANS):\n" +
+        format_kernel_profile(profile_));
+  } catch (...) {  // a destructor reports what it can and never throws
+  }
+}
+
+std::vector<KernelTiming> CompiledFunction::kernel_profile() const { return profile_; }
 CompiledFunction::CompiledFunction(CompiledFunction&&) noexcept = default;
 CompiledFunction& CompiledFunction::operator=(CompiledFunction&&) noexcept = default;
 
@@ -168,7 +272,19 @@ const std::vector<Tensor>& CompiledFunction::call(const std::vector<Tensor>& inp
     for (size_t i = 0; i < inputs.size(); ++i)
       if (inputs[i].defined()) bind_input(plan.inputs[i], inputs[i]);
     *plan.call_key = key.words();
-    for (const PlanKernel& kernel : plan.kernels) kernel();
+    if (options_.profile) {
+      using Clock = std::chrono::steady_clock;
+      KernelTiming* timing = profile_.data() + plan.profile_begin;
+      for (const PlanKernel& kernel : plan.kernels) {
+        const Clock::time_point start = Clock::now();
+        kernel();
+        timing->seconds += std::chrono::duration<double>(Clock::now() - start).count();
+        ++timing->calls;
+        ++timing;
+      }
+    } else {
+      for (const PlanKernel& kernel : plan.kernels) kernel();
+    }
     ++stats_.replays;
     return plan.outputs;
   }
@@ -225,6 +341,12 @@ const std::vector<Tensor>& CompiledFunction::record(std::vector<int64_t> signatu
   }
   stats_.kernels = static_cast<int64_t>(plan->kernels.size());
   stats_.fused_epilogues = fused;
+  if (options_.profile && !plan->eager) {
+    plan->profile_begin = profile_.size();
+    const int64_t number = stats_.recordings;
+    for (size_t i = 0; i < plan->kernels.size(); ++i)
+      profile_.push_back({number, static_cast<int64_t>(i), kernel_label(plan->kernels[i].target_type()), 0, 0.0});
+  }
   plans_.push_front(std::move(plan));
   while (plans_.size() > options_.max_plans) plans_.pop_back();
   stats_.plans = static_cast<int64_t>(plans_.size());

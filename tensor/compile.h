@@ -33,7 +33,24 @@ struct CompileOptions {
   size_t max_plans = 8;           // signatures kept; the least recently used plan is dropped
   bool enabled = true;            // false: every call runs eagerly
   bool fuse = true;               // fuse GEMM epilogues in plans (tensor/plan_fusion.h); same bits either way
+  // Time every kernel of every replay (kernel_profile()); about 20 ns of clock reads per kernel.
+  // The environment variable CTRAX_PROFILE_PLANS (any value) turns it on for every compiled
+  // function of the process, and each one then logs its profile when it is destroyed.
+  bool profile = false;
 };
+
+// One kernel of a plan, as CompileOptions::profile measured it.
+struct KernelTiming {
+  int64_t plan = 0;     // the plan's number in recording order (1, 2, ...), dropped plans included
+  int64_t kernel = 0;   // its place in the plan (0-based)
+  std::string label;    // what it is: the op whose kernel it is, from the recorded closure's type
+  int64_t calls = 0;    // replays that ran it
+  double seconds = 0;   // their total time
+};
+
+// A table of `timings` (the slowest `top` kernels first, each with its share of the total),
+// for a terminal or a log.
+std::string format_kernel_profile(const std::vector<KernelTiming>& timings, size_t top = 20);
 
 struct CompileStats {
   int64_t recordings = 0;   // calls that recorded a plan
@@ -69,6 +86,9 @@ class CompiledFunction {
 
   // Drops every plan (e.g. after the tensors the function reads were replaced).
   void clear();
+  // With CompileOptions::profile: every replayed kernel's count and time so far, by plan and
+  // kernel (empty otherwise). Survives clear() and dropped plans.
+  std::vector<KernelTiming> kernel_profile() const;
   const CompileStats& stats() const { return stats_; }
   const CompileOptions& options() const { return options_; }
 
@@ -85,6 +105,8 @@ class CompiledFunction {
   std::vector<Tensor> eager_outputs_;
   CompileStats stats_;
   bool said_fallback_ = false;
+  bool log_profile_ = false;           // CTRAX_PROFILE_PLANS: log kernel_profile() when destroyed
+  std::vector<KernelTiming> profile_;  // with options_.profile: per kernel of every plan recorded
 };
 
 // A check on a tensor's value that stays in compiled functions: `check` gets the value of the

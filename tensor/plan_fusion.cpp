@@ -181,7 +181,7 @@ bool output_overlaps_inputs(const detail::GemmCall& g, const void* bias, const v
 }
 
 template <typename T>
-PlanKernel fused_kernel(const detail::GemmCall& g, const void* bias, const void* mask, void* out, bool relu,
+PlanKernel matmul_with_epilogue(const detail::GemmCall& g, const void* bias, const void* mask, void* out, bool relu,
                         bool in_place_activation, kernels::UnaryKernel activation) {
   const kernels::GemmEpilogue<T> epilogue{static_cast<const T*>(bias), relu, static_cast<const T*>(mask)};
   return [g, epilogue, out = static_cast<T*>(out), in_place_activation, activation] {
@@ -218,8 +218,8 @@ int64_t EpilogueFuser::apply(std::vector<PlanKernel>& kernels) {
     const void* mask = masked ? chain.mask : nullptr;
     kernels[chain.gemm_index] =
         chain.gemm.dtype == DType::float32
-            ? fused_kernel<float>(chain.gemm, chain.bias, mask, out, relu, in_place, chain.activation)
-            : fused_kernel<double>(chain.gemm, chain.bias, mask, out, relu, in_place, chain.activation);
+            ? matmul_with_epilogue<float>(chain.gemm, chain.bias, mask, out, relu, in_place, chain.activation)
+            : matmul_with_epilogue<double>(chain.gemm, chain.bias, mask, out, relu, in_place, chain.activation);
     if (has_bias) removed[chain.add_index] = true;
     if (with_activation) removed[chain.activation_index] = true;
     ++fused;

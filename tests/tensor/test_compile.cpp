@@ -289,3 +289,89 @@ TEST_CASE("compile: check_value refuses a tensor of several elements and an empt
   CHECK_THROWS_WITH_AS(check_value(zeros({}), [](double v) { return v > 0 ? std::string() : std::string("not positive"); }),
                        doctest::Contains("not positive"), Error);
 }
+
+namespace {
+
+bool has_label(const std::vector<KernelTiming>& profile, const std::string& label) {
+  for (const KernelTiming& t : profile)
+    if (t.label == label) return true;
+  return false;
+}
+
+// relu(x @ w), a where on it and a scalar add: four kernels unfused.
+std::vector<Tensor> profiled_step(const std::vector<Tensor>& in, const Tensor& w) {
+  const Tensor h = relu(matmul(in[0], w));
+  return {add(where(gt(h, scalar_like(0.25, h)), h, mul(h, in[1])), 1.0)};
+}
+
+}  // namespace
+
+TEST_CASE("compile: the kernel profile times every replayed kernel, names its op, and survives clear()") {
+  const Tensor w = normal(Key(3), {3, 8});
+  const auto step = [&](const std::vector<Tensor>& in) { return profiled_step(in, w); };
+  CompileOptions options;
+  options.profile = true;
+  options.fuse = false;
+  CompiledFunction f(step, options);
+  const Tensor x = normal(Key(4), {5, 3}), y = normal(Key(5), {5, 8});
+  f({x, y});  // records
+  CHECK(f.kernel_profile().size() == static_cast<size_t>(f.stats().kernels));
+  for (int i = 0; i < 3; ++i) f({x, y});
+  std::vector<KernelTiming> profile = f.kernel_profile();
+  REQUIRE(profile.size() == static_cast<size_t>(f.stats().kernels));
+  double total = 0;
+  for (size_t i = 0; i < profile.size(); ++i) {
+    CHECK(profile[i].plan == 1);
+    CHECK(profile[i].kernel == static_cast<int64_t>(i));
+    CHECK(profile[i].calls == 3);
+    CHECK(profile[i].seconds >= 0.0);
+    CHECK_FALSE(profile[i].label.empty());
+    total += profile[i].seconds;
+  }
+  CHECK(total > 0.0);
+  for (const char* label : {"matmul", "relu", "where", "mul", "add (scalar)"}) {
+    INFO(label);
+    CHECK(has_label(profile, label));
+  }
+
+  // Another signature is plan 2, timed on its own; clear() drops plans, not what they measured.
+  f({normal(Key(6), {2, 3}), normal(Key(7), {2, 8})});
+  f({normal(Key(6), {2, 3}), normal(Key(7), {2, 8})});
+  f.clear();
+  profile = f.kernel_profile();
+  int64_t plan_two = 0;
+  for (const KernelTiming& t : profile) {
+    if (t.plan != 2) continue;
+    ++plan_two;
+    CHECK(t.calls == 1);
+  }
+  CHECK(plan_two == f.stats().kernels);
+  CHECK(profile.size() == static_cast<size_t>(2 * f.stats().kernels));
+
+  // The fused plan names its GEMM with the epilogue.
+  options.fuse = true;
+  CompiledFunction fused(step, options);
+  fused({x, y});
+  fused({x, y});
+  CHECK(has_label(fused.kernel_profile(), "matmul_with_epilogue<float>"));
+}
+
+TEST_CASE("compile: no kernel profile unless asked for, and the profile table") {
+  CompiledFunction f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{exp(in[0])}; });
+  const Tensor x = normal(Key(8), {4, 4});
+  f({x});
+  f({x});
+  CHECK(f.kernel_profile().empty());
+
+  std::vector<KernelTiming> timings;
+  for (int i = 0; i < 5; ++i) timings.push_back({1, i, "op" + std::to_string(i), 2, 1e-6 * (i + 1)});
+  const std::string table = format_kernel_profile(timings, 3);
+  CHECK(table.find("label") != std::string::npos);
+  CHECK(table.find("op4") != std::string::npos);   // the slowest first
+  CHECK(table.find("op2") != std::string::npos);
+  CHECK(table.find("op1") == std::string::npos);   // past the top 3
+  CHECK(table.find("(2 more kernels)") != std::string::npos);
+  CHECK(table.find("33.3%") != std::string::npos);  // op4: 5 of 15 us
+  CHECK(table.find("over 5 kernels") != std::string::npos);
+  CHECK(format_kernel_profile({}).find("over 0 kernels") != std::string::npos);
+}
