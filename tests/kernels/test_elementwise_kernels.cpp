@@ -37,7 +37,7 @@ const std::vector<BinaryKernel> kBinary = {BinaryKernel::add, BinaryKernel::sub,
 const std::vector<UnaryKernel> kUnary = {UnaryKernel::neg, UnaryKernel::relu, UnaryKernel::square,
                                          UnaryKernel::exp, UnaryKernel::tanh, UnaryKernel::sigmoid,
                                          UnaryKernel::softplus};
-const std::vector<int64_t> kLengths = {0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 257, 1000};
+const std::vector<int64_t> kLengths = {0, 1, 2, 3, 5, 6, 7, 8, 9, 14, 15, 16, 17, 31, 33, 64, 100, 257, 1000};
 
 // Restores automatic ISA choice when a test ends, even on failure.
 struct IsaGuard {
