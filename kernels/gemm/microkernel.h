@@ -75,9 +75,9 @@ template <typename T>
 using NarrowKernel = void (*)(const NarrowArgs<T>& args);
 
 // The small-k kernel (small_k_body.h): all of C = alpha * op(A) * op(B) + beta * C and then the
-// epilogue, for k <= kSmallKMax, one row of C at a time. With k this small the register tile's
-// k loop is a few FMAs and its cost is moving C (and the mask) through the tile; row by row,
-// each C vector is computed, finished and stored in one go. The maths per element is the
+// epilogue, for k <= kSmallKMax, four rows of C at a time. With k this small the register
+// tile's k loop is a few FMAs and its cost is moving C (and the mask) through the tile; row by
+// row, each C vector is computed, finished and stored in one go. The maths per element is the
 // register tile's: acc = 0, acc = fma(A(i, p), B(p, j), acc) for p = 0, 1, ..., then the
 // tile's store (alpha * acc, or fma(alpha, acc, beta * C)), bias, relu and mask, so the bits
 // are the same.
