@@ -35,7 +35,9 @@ struct CompileOptions {
   bool fuse = true;               // fuse GEMM epilogues in plans (tensor/plan_fusion.h); same bits either way
   // Time every kernel of every replay (kernel_profile()); about 20 ns of clock reads per kernel.
   // The environment variable CTRAX_PROFILE_PLANS (any value) turns it on for every compiled
-  // function of the process, and each one then logs its profile when it is destroyed.
+  // function of the process, and each one then prints its profile to standard error when it is
+  // destroyed. The profile keeps an entry per kernel of every plan recorded (re-recordings add
+  // theirs), so it is for measuring, not for a long-running program.
   bool profile = false;
 };
 
