@@ -194,6 +194,19 @@ void copy_columns(const T* b, int64_t ldb, int64_t k, T* out) {
     for (int j = 0; j < N; ++j) out[j * k + q] = b[q * ldb + j];
 }
 
+// Runs body(i0, i1) on row ranges covering C's rows: the whole [0, m) on the calling thread, or
+// ranges over the workers when the problem is big enough. For the paths whose rows of C are
+// independent and computed the same way in any range (narrow, small-k), so the split changes no
+// bit.
+template <typename Body>
+void for_row_ranges(const Problem& p, Body&& body) {
+  const bool parallel = p.m * p.n * p.k >= kMinParallelFmas && !in_parallel_region() && num_threads() > 1;
+  if (parallel)
+    parallel_for(p.m, 64, body);
+  else
+    body(int64_t{0}, p.m);
+}
+
 // C with at most kNarrowMaxCols columns (see narrow_body.h for why the register tile does not
 // fit it): dot products along k when op(A) = A (rows unit stride in k), vectors along m with
 // B broadcast when op(A) = A^T. Neither depends on the thread count: rows of C split freely.
@@ -217,14 +230,8 @@ void narrow_gemm(const KernelSpec<T>& spec, const Problem& p, T alpha, const T* 
     args.b_p_stride = 1;
     args.b_j_stride = p.k;
   }
-  const bool parallel = p.m * p.n * p.k >= kMinParallelFmas && !in_parallel_region() && num_threads() > 1;
-  if (!parallel) {
-    spec.narrow(args);
-    return;
-  }
-  // Rows of C are independent and each is computed the same way in any range. The column copy
-  // above lives in the calling thread's buffer; workers only read it.
-  parallel_for(p.m, 64, [&](int64_t i0, int64_t i1) {
+  // The column copy above lives in the calling thread's buffer; workers only read it.
+  for_row_ranges(p, [&](int64_t i0, int64_t i1) {
     NarrowArgs<T> part = args;
     part.m = i1 - i0;
     part.a = p.trans_a ? a + i0 : a + i0 * p.lda;
@@ -248,12 +255,7 @@ void small_k_gemm(const KernelSpec<T>& spec, const Problem& p, T alpha, const T*
     args.b = rows;
     args.ldb = p.n;
   }
-  const bool parallel = p.m * p.n * p.k >= kMinParallelFmas && !in_parallel_region() && num_threads() > 1;
-  if (!parallel) {
-    spec.small_k(args);
-    return;
-  }
-  parallel_for(p.m, 64, [&](int64_t i0, int64_t i1) {
+  for_row_ranges(p, [&](int64_t i0, int64_t i1) {
     SmallKArgs<T> part = args;
     part.m = i1 - i0;
     part.a = a + i0 * args.a_row_stride;
