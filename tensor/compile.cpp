@@ -43,7 +43,7 @@ void bind_input(Tensor& dst, const Tensor& src) {
 }
 
 // The readable name of a recorded kernel: the op whose closure it is. The closure's type names
-// the function that made it (ctrax::where(...)::{lambda()#1}, or GCC's $_0 forms with clang),
+// the function that made it (ctrax::where(...)::{lambda()#1} with GCC, ...::$_0 with clang),
 // so its demangled name with the namespaces dropped, cut at the function's parameter list, is
 // the op: "where", "Tensor::copy_", "matmul". The tensor layer's shared loops (map_unary,
 // map_binary) carry the op in their template arguments: the binary_op<Mul> or softplus(...)
