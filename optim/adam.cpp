@@ -12,14 +12,30 @@ namespace ctrax {
 
 namespace {
 
-// The per-leaf scalars of step t (0-based), in double: the bias corrections c1 = 1 - b1^(t+1)
-// and c2 = 1 - b2^(t+1) folded into step_size = lr / c1 and inv_sqrt_c2 = 1 / sqrt(c2).
+// The bias corrections c1 = 1 - b1^(t+1) and 1 / sqrt(c2), c2 = 1 - b2^(t+1), of step t
+// (0-based). An update asks for the same step once per weight, and the two pow calls cost
+// more than a small weight's whole loop, so the last answer is kept per thread; the values are
+// those computed afresh.
+struct BiasCorrections {
+  int64_t step = -1;
+  double b1 = 0, b2 = 0, c1 = 0, inv_sqrt_c2 = 0;
+};
+
+const BiasCorrections& bias_corrections(int64_t step, double b1, double b2) {
+  thread_local BiasCorrections last;
+  if (last.step != step || last.b1 != b1 || last.b2 != b2) {
+    const double t = static_cast<double>(step) + 1.0;
+    last = {step, b1, b2, 1.0 - std::pow(b1, t), 1.0 / std::sqrt(1.0 - std::pow(b2, t))};
+  }
+  return last;
+}
+
+// The per-leaf scalars of step t, in double: the bias corrections folded into
+// step_size = lr / c1 and inv_sqrt_c2.
 kernels::AdamStep adam_scalars(int64_t step, double lr, double grad_scale, double b1, double b2, double eps,
                                double decay) {
-  const double t = static_cast<double>(step) + 1.0;
-  const double c1 = 1.0 - std::pow(b1, t);
-  const double c2 = 1.0 - std::pow(b2, t);
-  return kernels::AdamStep{lr / c1, grad_scale, b1, b2, 1.0 / std::sqrt(c2), eps, decay};
+  const BiasCorrections& c = bias_corrections(step, b1, b2);
+  return kernels::AdamStep{lr / c.c1, grad_scale, b1, b2, c.inv_sqrt_c2, eps, decay};
 }
 
 double run_adam(const kernels::AdamStep& p, const Tensor& gradient, Tensor& weight, std::vector<Tensor>& slots) {
