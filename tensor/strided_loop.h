@@ -14,7 +14,8 @@
 // strides say they are one run of memory, and size-1 dims disappear. A contiguous tensor of
 // any rank therefore becomes a single run. Large loops are split across the thread pool by
 // linear element index; each element is written by exactly one chunk, so results do not
-// depend on the thread count.
+// depend on the thread count. With RunOrder::any (below) a small loop with short rows runs down
+// its columns instead.
 //
 // What it is not for: reductions (each output element sums many inputs; see ops/reduce.cpp).
 #pragma once
@@ -44,6 +45,16 @@ inline Shape broadcast_byte_strides(const Tensor& t, const Shape& out_shape) {
 // Elements per chunk below which a loop stays on the calling thread.
 inline constexpr int64_t kElementwiseGrain = 1 << 15;
 
+// The order in which strided_loop hands out runs. row_major: the elements in row-major order
+// (scatter_add accumulates duplicates in that order; the gathers report the first bad index).
+// any: a small loop whose last axis is shorter than kShortRun (after coalescing) runs down the
+// longer axis before it instead, e.g. a [256, 2] op with an operand broadcast along the last
+// axis is 2 runs of 256 rather than 256 runs of 2, each run costing a call of the inner kernel.
+// Only for inner kernels that compute each element on its own and honour every operand's
+// stride, the output's included: the elementwise maps and where.
+enum class RunOrder { row_major, any };
+inline constexpr int64_t kShortRun = 8;
+
 // Whether an operand with these byte strides at `shape` is whole rows of the last axis (row
 // stride n elements, step 1) or one row repeated (row stride 0; step 0 for a single value):
 // the layouts kernels::binary_rows_kernel takes. rows and n are the [rows, n] view of `shape`.
@@ -72,7 +83,7 @@ inline bool as_rows(const Shape& shape, const Shape& byte_strides, int64_t eleme
 
 template <size_t N, typename Inner>
 void strided_loop(const Shape& full_shape, std::array<char*, N> base, std::array<Shape, N> strides, Inner&& inner,
-                  int64_t grain = kElementwiseGrain) {
+                  int64_t grain = kElementwiseGrain, RunOrder order = RunOrder::row_major) {
   // ---- coalesce: drop size-1 dims, merge dims that are one run for every operand ----
   int64_t dims[kMaxRank];
   int64_t st[N][kMaxRank];
@@ -136,7 +147,16 @@ void strided_loop(const Shape& full_shape, std::array<char*, N> base, std::array
       }
     }
   };
-  if (total <= grain && rank == 2) {
+  if (total <= grain && rank == 2 && order == RunOrder::any && row < kShortRun && dims[0] > row) {
+    // Short rows (see RunOrder): one run per column, down the rows.
+    std::array<int64_t, N> column_strides;
+    for (size_t k = 0; k < N; ++k) column_strides[k] = st[k][0];
+    std::array<char*, N> ptr;
+    for (int64_t c = 0; c < row; ++c) {
+      for (size_t k = 0; k < N; ++k) ptr[k] = base[k] + c * inner_strides[k];
+      inner(ptr, column_strides, dims[0]);
+    }
+  } else if (total <= grain && rank == 2) {
     // The common small case (a matrix with a broadcast row or column, a transposed view):
     // rows at fixed byte steps, with no odometer to carry.
     std::array<char*, N> ptr;

@@ -364,9 +364,9 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
           }
           for (int64_t i = 0; i < n; ++i) {
             const bool c = *reinterpret_cast<const uint8_t*>(p[1] + i * st[1]) != 0;
-            o[i] = *reinterpret_cast<const T*>(p[c ? 2 : 3] + i * st[c ? 2 : 3]);
+            *reinterpret_cast<T*>(p[0] + i * st[0]) = *reinterpret_cast<const T*>(p[c ? 2 : 3] + i * st[c ? 2 : 3]);
           }
-        });
+        }, detail::kElementwiseGrain, detail::RunOrder::any);
       });
     });
     return out;

@@ -168,6 +168,11 @@ void map_unary(const Tensor& x, const Tensor& out, F f) {
                (out.numel() <= detail::kElementwiseGrain || Kernel == static_cast<int>(kernels::UnaryKernel::relu));
   detail::run_kernel([shape = out.shape(), base, strides, f] {
   detail::strided_loop<2>(shape, base, strides, [&f](std::array<char*, 2> p, std::array<int64_t, 2> st, int64_t n) {
+    if (st[0] != static_cast<int64_t>(sizeof(Out))) {  // a column of short rows (RunOrder::any): f, as a short row
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<Out*>(p[0] + i * st[0]) = f(*reinterpret_cast<const In*>(p[1] + i * st[1]));
+      return;
+    }
     Out* o = reinterpret_cast<Out*>(p[0]);
     if (st[1] == static_cast<int64_t>(sizeof(In))) {
       const In* in = reinterpret_cast<const In*>(p[1]);
@@ -183,7 +188,7 @@ void map_unary(const Tensor& x, const Tensor& out, F f) {
     } else {
       for (int64_t i = 0; i < n; ++i) o[i] = f(*reinterpret_cast<const In*>(p[1] + i * st[1]));
     }
-  });
+  }, detail::kElementwiseGrain, detail::RunOrder::any);
   });
   if constexpr (Kernel != kNoKernel && std::is_same_v<In, Out> && kHasFloatKernels<In>)
     if (may_fuse) detail::note_activation(static_cast<kernels::UnaryKernel>(Kernel), base[1], base[0], out);
@@ -247,6 +252,12 @@ void map_binary(const Tensor& out, const char* a, const Shape& a_strides, const 
   if (scalar == ScalarOperand::a) operands[1] = reinterpret_cast<char*>(&value);
   if (scalar == ScalarOperand::b) operands[2] = reinterpret_cast<char*>(&value);
   detail::strided_loop<3>(shape, operands, strides, [&f](std::array<char*, 3> p, std::array<int64_t, 3> st, int64_t n) {
+    if (st[0] != static_cast<int64_t>(sizeof(Out))) {  // a column of short rows (RunOrder::any): f, as a short row
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<Out*>(p[0] + i * st[0]) =
+            f(*reinterpret_cast<const T*>(p[1] + i * st[1]), *reinterpret_cast<const T*>(p[2] + i * st[2]));
+      return;
+    }
     Out* o = reinterpret_cast<Out*>(p[0]);
     const T* x = reinterpret_cast<const T*>(p[1]);
     const T* y = reinterpret_cast<const T*>(p[2]);
@@ -270,7 +281,7 @@ void map_binary(const Tensor& out, const char* a, const Shape& a_strides, const 
     }
     for (int64_t i = 0; i < n; ++i)
       o[i] = f(*reinterpret_cast<const T*>(p[1] + i * st[1]), *reinterpret_cast<const T*>(p[2] + i * st[2]));
-  });
+  }, detail::kElementwiseGrain, detail::RunOrder::any);
   });
   note_if_bias_add();
 }

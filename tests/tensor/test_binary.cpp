@@ -430,4 +430,57 @@ TEST_CASE("binary ops over whole or repeated rows (one kernel call) match the el
   }
 }
 
+TEST_CASE("binary ops and where over short rows (run down the columns) match the element-by-element result") {
+  // Layouts whose rows stay short after coalescing, an operand broadcast along the last axis
+  // among them (a [256, 1, 2] op with a [256, 1, 1] mask): strided_loop runs them down their
+  // columns (RunOrder::any). Expected values one element at a time, in float, after expanding
+  // both operands by hand.
+  struct Case {
+    Tensor a, b;
+  };
+  const Tensor t = random_tensor(Shape{2, 50}, DType::float32, 31);
+  const std::vector<Case> cases = {
+      {random_tensor(Shape{256, 2}, DType::float32, 32), random_tensor(Shape{256, 1}, DType::float32, 33)},
+      {random_tensor(Shape{100, 1, 2}, DType::float32, 34), random_tensor(Shape{100, 1, 1}, DType::float32, 35)},
+      {t.mT(), random_tensor(Shape{50, 1}, DType::float32, 36)},
+      {random_tensor(Shape{50, 6}, DType::float32, 37).slice(-1, 0, 6, 2), random_tensor(Shape{50, 1}, DType::float32, 40)},
+      {random_tensor(Shape{40, 3}, DType::float32, 38), non_contiguous(random_tensor(Shape{40, 3}, DType::float32, 39))}};
+  for (const Case& c : cases) {
+    CAPTURE(c.a.shape());
+    CAPTURE(c.b.shape());
+    const Shape out_shape = broadcast_shapes(c.a.shape(), c.b.shape(), "test");
+    const std::vector<float> x = c.a.expand(out_shape).contiguous().to_vector<float>();
+    const std::vector<float> y = c.b.expand(out_shape).contiguous().to_vector<float>();
+    for (int op = 0; op < 6; ++op) {
+      CAPTURE(op);
+      const Tensor got = op == 0 ? add(c.a, c.b)
+                         : op == 1 ? sub(c.a, c.b)
+                         : op == 2 ? mul(c.a, c.b)
+                         : op == 3 ? div(c.a, c.b)
+                         : op == 4 ? maximum(c.a, c.b)
+                                   : lt(c.a, c.b);
+      REQUIRE(got.shape() == out_shape);
+      const std::vector<float> g = got.to(DType::float32).to_vector<float>();
+      bool same = true;
+      for (size_t i = 0; i < x.size(); ++i) {
+        const float want = op == 0   ? x[i] + y[i]
+                           : op == 1 ? x[i] - y[i]
+                           : op == 2 ? x[i] * y[i]
+                           : op == 3 ? x[i] / y[i]
+                           : op == 4 ? std::max(x[i], y[i])
+                                     : static_cast<float>(x[i] < y[i]);
+        same = same && g[i] == want;
+      }
+      CHECK(same);
+    }
+    // where with the mask broadcast along the last axis and a one-value other operand.
+    const Tensor cond = gt(c.b, scalar_tensor(0.0f));
+    const Tensor w = where(cond, c.a, scalar_tensor(7.0f));
+    const std::vector<float> g = w.to_vector<float>();
+    bool same = true;
+    for (size_t i = 0; i < x.size(); ++i) same = same && g[i] == (y[i] > 0 ? x[i] : 7.0f);
+    CHECK(same);
+  }
+}
+
 }  // namespace ctrax::test

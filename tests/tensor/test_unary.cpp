@@ -299,6 +299,41 @@ TEST_CASE("unary: large inputs split across threads give the serial result") {
   }
 }
 
+TEST_CASE("unary: short rows run down their columns (strided_loop's RunOrder::any) with the rows' own bits") {
+  // Rows shorter than kShortRun after coalescing (here the rows of a transposed or sliced
+  // layout) are looped as columns. Each element must still come from the inline formula a
+  // short row uses, not from the vectorised kernel a long contiguous run takes: the expected
+  // result is the op applied to each row on its own, as a short contiguous tensor.
+  for (DType d : {DType::float32, DType::float64})
+    for (const Shape& shape : {Shape{256, 2}, Shape{100, 3}, Shape{9, 7}, Shape{300, 1, 2}, Shape{40, 5}}) {
+      const Tensor base = random_tensor(shape, d, 21, -6, 6);
+      Shape wide_shape = shape;
+      wide_shape[shape.rank() - 1] *= 2;
+      const Tensor wide = random_tensor(wide_shape, d, 22, -6, 6);
+      const std::vector<std::pair<std::string, Tensor>> inputs = {
+          {"transposed storage", non_contiguous(base)},
+          {"every other column", wide.slice(-1, 0, shape[shape.rank() - 1] * 2, 2)}};
+      for (const auto& [how, x] : inputs)
+        for (const auto& named_op : std::vector<std::pair<std::string, UnaryFn>>{
+                 {"exp", [](const Tensor& t) { return exp(t); }},
+                 {"tanh", [](const Tensor& t) { return tanh(t); }},
+                 {"sigmoid", [](const Tensor& t) { return sigmoid(t); }},
+                 {"softplus", [](const Tensor& t) { return softplus(t); }},
+                 {"neg", [](const Tensor& t) { return neg(t); }},
+                 {"log1p of abs", [](const Tensor& t) { return log1p(abs(t)); }},
+                 {"isfinite", [](const Tensor& t) { return isfinite(t); }}}) {
+          // (Transposing a [300, 1, 2]'s last two axes leaves it contiguous: one run, the kernel's bits.)
+          if (x.is_contiguous()) continue;
+          INFO(named_op.first << " " << dtype_name(d) << " " << shape << ", " << how);
+          const Tensor got = named_op.second(x);
+          Tensor expected = zeros(shape, got.dtype());
+          for (int64_t r = 0; r < shape[0]; ++r) expected.select(0, r).copy_(named_op.second(x.select(0, r).contiguous()));
+          CHECK(got.is_contiguous());
+          CHECK(bitwise_equal(got, expected));
+        }
+    }
+}
+
 // ---- casts ------------------------------------------------------------------------------------
 
 namespace {
