@@ -58,14 +58,23 @@ std::vector<Tensor> CollectModel::forward(const std::vector<Tensor>& in, Key key
 }
 
 const std::vector<Tensor>& CollectModel::run(const Tensor& observations, bool evaluating, const Stack& more, Key key) {
-  // Converted on the host first: float32 is what crosses to the device (once).
-  std::vector<Tensor> inputs{observations.to(DType::float32).to(device_)};
+  // Converted on the host first: float32 is what crosses to the device (once). The vector is a
+  // member so that a step allocates nothing; it is emptied after the call (it must not keep the
+  // caller's tensors alive).
+  std::vector<Tensor>& inputs = inputs_;
+  inputs.clear();
+  if (observations.dtype() == DType::float32 && observations.device() == device_) inputs.push_back(observations);
+  else inputs.push_back(observations.to(DType::float32).to(device_));
   for (const Tensor& t : more) inputs.push_back(t.to(device_));
   if (!owned_leaves_.empty()) inputs.insert(inputs.end(), owned_leaves_.begin(), owned_leaves_.end());
   else
     for (const Tensor& t : state_.leaves()) inputs.push_back(t);
   evaluating_ = evaluating;
   n_more_ = more.size();
+  struct Release {
+    std::vector<Tensor>& inputs;
+    ~Release() { inputs.clear(); }
+  } release{inputs};
   // A plan reads the trainer's weight storages and bakes in the mode and the sampler.
   const std::vector<Tensor>& out =
       compiled_(inputs, key,

@@ -100,6 +100,7 @@ class CollectModel {
   size_t n_outputs_ = 0;       // set by forward (the model's outputs; none returned by update_state)
   Tree new_state_structure_;   // set by forward
   std::vector<Tensor> returned_;  // what act() / act_and_sample() returned last, per slot
+  std::vector<Tensor> inputs_;    // run()'s inputs while it runs (empty between calls)
 };
 
 // Trax's supervised part of an RL epoch for one network: n_steps steps of `trainer` spread evenly

@@ -81,6 +81,7 @@ Tensor PolicyAgent::policy_outputs(const Tensor& observations) const {
 }
 
 Tensor PolicyAgent::observations_on_device(const Tensor& observations) const {
+  if (observations.dtype() == DType::float32 && observations.device() == device()) return observations;
   return observations.to(DType::float32).to(device());
 }
 

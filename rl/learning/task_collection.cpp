@@ -85,19 +85,37 @@ CollectStats summarize(EpisodeQuota& counted, int64_t steps, int64_t n) {
   return stats;
 }
 
-// One environment step's results as contiguous CPU rows.
-struct HostStep {
+// `t` as a contiguous tensor of `dtype`: t itself when it is one already (VectorEnv::step's
+// documented dtypes, as the environments here return them), else a converted copy in `copy`.
+// Referring in place saves two tensor copies per field and step.
+const Tensor& contiguous_as(const Tensor& t, DType dtype, Tensor& copy) {
+  if (t.dtype() == dtype && t.is_contiguous()) return t;
+  copy = t.to(dtype).contiguous();
+  return copy;
+}
+
+// One environment step's results as contiguous CPU rows, read where the step left them (the
+// VectorStep outlives this object: it is valid until the environment's next step).
+class HostStep {
+ public:
   explicit HostStep(const VectorStep& st)
-      : rewards(st.rewards.to(DType::float64).contiguous()),
-        terminated(st.terminated.to(DType::boolean).contiguous()),
-        truncated(st.truncated.to(DType::boolean).contiguous()),
-        next_observations(st.observations.contiguous()),
-        final_observations(st.final_observations.contiguous()) {}
-  double reward(int64_t i) const { return rewards.data<double>()[i]; }
-  bool term(int64_t i) const { return terminated.data<uint8_t>()[i] != 0; }
-  bool trunc(int64_t i) const { return truncated.data<uint8_t>()[i] != 0; }
+      : rewards_(contiguous_as(st.rewards, DType::float64, copies_[0]).data<double>()),
+        terminated_(contiguous_as(st.terminated, DType::boolean, copies_[1]).data<uint8_t>()),
+        truncated_(contiguous_as(st.truncated, DType::boolean, copies_[2]).data<uint8_t>()),
+        next_observations_(&contiguous_as(st.observations, st.observations.dtype(), copies_[3])),
+        final_observations_(&contiguous_as(st.final_observations, st.final_observations.dtype(), copies_[4])) {}
+  double reward(int64_t i) const { return rewards_[i]; }
+  bool term(int64_t i) const { return terminated_[i] != 0; }
+  bool trunc(int64_t i) const { return truncated_[i] != 0; }
   bool ended(int64_t i) const { return term(i) || trunc(i); }
-  Tensor rewards, terminated, truncated, next_observations, final_observations;
+  const Tensor& next_observations() const { return *next_observations_; }
+  const Tensor& final_observations() const { return *final_observations_; }
+
+ private:
+  Tensor copies_[5];  // the conversions, for the fields that needed one (declared first: built first)
+  const double* rewards_;
+  const uint8_t *terminated_, *truncated_;
+  const Tensor *next_observations_, *final_observations_;
 };
 
 // The part of one copy's episode collected so far, as raw rows (observations o_0..o_t).
@@ -108,6 +126,16 @@ struct Piece {
   std::vector<float> dist_inputs;
   int64_t steps = 0;
   double total_return = 0.0;
+  // Empty again for the copy's next piece, keeping the buffers' capacity: a closed piece has
+  // been copied into its Trajectory, and an episode's rows need not grow the buffers again.
+  void restart() {
+    observations.clear();
+    actions.clear();
+    rewards.clear();
+    dist_inputs.clear();
+    steps = 0;
+    total_return = 0.0;
+  }
 };
 
 // Builds pieces row by row and turns a closed one into a Trajectory.
@@ -184,8 +212,11 @@ PolicyOutput RLTask::checked_policy_output(PolicyOutput out, int64_t n) {
                 out.dist_inputs.dtype(), ", expected floating [N, D] with N = ", n);
   CTRAX_REQUIRE(out.dist_inputs.device().is_cpu(), who, ": the policy returned dist_inputs on ",
                 out.dist_inputs.device(), " (expected CPU tensors)");
-  out.actions = out.actions.to(space.dtype()).contiguous();
-  out.dist_inputs = out.dist_inputs.to(DType::float32).contiguous();
+  // (Only when needed: a conversion of a tensor already in form is still two handle copies.)
+  if (out.actions.dtype() != space.dtype() || !out.actions.is_contiguous())
+    out.actions = out.actions.to(space.dtype()).contiguous();
+  if (out.dist_inputs.dtype() != DType::float32 || !out.dist_inputs.is_contiguous())
+    out.dist_inputs = out.dist_inputs.to(DType::float32).contiguous();
   return out;
 }
 
@@ -315,16 +346,16 @@ CollectStats RLTask::collect_training(const CollectPolicy& policy, const Collect
       rows.add_step(p, out, i, d, h.reward(i));
       const bool cut = !h.ended(i) && cap && p.steps >= *cap;
       if (!h.ended(i) && !cut) {
-        rows.add_observation(p, h.next_observations, i);
+        rows.add_observation(p, h.next_observations(), i);
         continue;
       }
       quota.close(i, p.total_return, p.steps);
-      rows.add_observation(p, h.ended(i) ? h.final_observations : h.next_observations, i);
+      rows.add_observation(p, h.ended(i) ? h.final_observations() : h.next_observations(), i);
       stored.push_back(rows.close(p, d, h.term(i), h.trunc(i)));
       // The next piece starts where the copy is now: the new episode's first observation after
       // an auto-reset, or the same observation after a cut.
-      p = Piece{};
-      rows.add_observation(p, h.next_observations, i);
+      p.restart();
+      rows.add_observation(p, h.next_observations(), i);
     }
     obs = st.observations;
   }
