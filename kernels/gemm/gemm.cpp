@@ -131,6 +131,26 @@ namespace gemm_detail {
 // the same operations, element by element, as the fused tile epilogue.
 template <typename T>
 void apply_epilogue_rows(int64_t m, int64_t n, T* c, int64_t ldc, const GemmEpilogue<T>& epilogue) {
+  if (ldc == n) {
+    // C (and the mask, which has C's layout) is one block of m * n: flat passes the compiler
+    // vectorises, where a [256, 1] head's rows would be 256 loops of one element. Each element
+    // still gets the bias, then the relu, then the mask.
+    const int64_t total = m * n;
+    if (epilogue.bias != nullptr) {
+      if (n == 1) {
+        const T b = epilogue.bias[0];
+        for (int64_t i = 0; i < total; ++i) c[i] = c[i] + b;
+      } else {
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) c[i * n + j] = c[i * n + j] + epilogue.bias[j];
+      }
+    }
+    if (epilogue.relu)
+      for (int64_t i = 0; i < total; ++i) c[i] = c[i] <= T(0) ? T(0) : c[i];
+    if (epilogue.mask != nullptr)
+      for (int64_t i = 0; i < total; ++i) c[i] = epilogue.mask[i] > T(0) ? c[i] : T(0);
+    return;
+  }
   for (int64_t i = 0; i < m; ++i) {
     T* row = c + i * ldc;
     if (epilogue.bias != nullptr)

@@ -55,11 +55,13 @@ uint64_t bits(T x) {
 
 // One problem: random operands (a few NaN, inf and huge values in A so some sums are NaN or
 // inf), a bias with negative zeros, and C filled with garbage the fused call must overwrite.
+// C's rows padded by `pad` (0: C is one block, which the narrow path's epilogue passes treat as flat).
 template <typename T>
-void check_problem(const std::string& what, bool ta, bool tb, int64_t m, int64_t n, int64_t k, uint32_t seed) {
+void check_problem(const std::string& what, bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t pad,
+                   uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> u(-1.0, 1.0);
-  const int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 2, ldc = n + 5;
+  const int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 2, ldc = n + pad;
   std::vector<T> a((ta ? k : m) * lda), b((tb ? n : k) * ldb), bias(n);
   for (T& x : a) x = static_cast<T>(u(rng));
   for (T& x : b) x = static_cast<T>(u(rng));
@@ -103,7 +105,7 @@ void check_problem(const std::string& what, bool ta, bool tb, int64_t m, int64_t
       // Outside the m x n block (the ldc padding) nothing is written.
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = n; j < ldc; ++j) wrong += !std::isnan(got[i * ldc + j]);
-      INFO(what, " ta=", ta, " tb=", tb, " m=", m, " n=", n, " k=", k, " bias=", with_bias, " relu=", relu,
+      INFO(what, " ta=", ta, " tb=", tb, " m=", m, " n=", n, " k=", k, " ldc=", ldc, " bias=", with_bias, " relu=", relu,
            " mask=", with_mask);
       CHECK(wrong == 0);
     }
@@ -121,7 +123,8 @@ void check_shapes(const std::string& what) {
   uint32_t seed = 1;
   for (const Size& s : sizes)
     for (bool ta : {false, true})
-      for (bool tb : {false, true}) check_problem<T>(what, ta, tb, s.m, s.n, s.k, seed++);
+      for (bool tb : {false, true})
+        for (int64_t pad : {5, 0}) check_problem<T>(what, ta, tb, s.m, s.n, s.k, pad, seed++);
 }
 
 }  // namespace
