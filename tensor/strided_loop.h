@@ -118,6 +118,10 @@ void strided_loop(const Shape& full_shape, std::array<char*, N> base, std::array
     int64_t index[kMaxRank];
     int64_t rest = begin;
     for (int d = rank - 1; d >= 0; --d) {
+      if (rest == 0) {  // (no division: one costs more than a short kernel's whole work)
+        index[d] = 0;
+        continue;
+      }
       index[d] = rest % dims[d];
       rest /= dims[d];
     }
@@ -147,7 +151,10 @@ void strided_loop(const Shape& full_shape, std::array<char*, N> base, std::array
       }
     }
   };
-  if (total <= grain && rank == 2 && order == RunOrder::any && row < kShortRun && dims[0] > row) {
+  if (total <= grain && rank == 1) {
+    // One run (every contiguous operand set, whatever its rank): no odometer.
+    inner(base, inner_strides, total);
+  } else if (total <= grain && rank == 2 && order == RunOrder::any && row < kShortRun && dims[0] > row) {
     // Short rows (see RunOrder): one run per column, down the rows.
     std::array<int64_t, N> column_strides;
     for (size_t k = 0; k < N; ++k) column_strides[k] = st[k][0];
