@@ -18,6 +18,7 @@
 // every operand must be on one device. A kernel cannot throw, so it records the first
 // (row-major) out-of-range index in a device word; reading that back waits for the stream,
 // and resolve_index then throws the CPU's message for the same index.
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -245,7 +246,19 @@ Tensor index_select(const Tensor& x, int axis, const Tensor& indices) {
         using I = decltype(index_tag);
         const I* p = static_cast<const I*>(cpu_indices.raw_data());
         const int64_t s = cpu_indices.strides()[0];
-        for (int64_t j = 0; j < m; ++j) picks[j] = resolve_index(p[j * s], n, a, op);
+        // Indices already in [0, n) (minibatch rows) need no resolving: a min / max pass and a
+        // plain copy, both vectorised, instead of two branches per index. Anything else takes
+        // resolve_index one by one, which throws for the first bad index.
+        I lo = m > 0 ? p[0] : I(0), hi = lo;
+        for (int64_t j = 0; j < m; ++j) {
+          lo = std::min(lo, p[j * s]);
+          hi = std::max(hi, p[j * s]);
+        }
+        if (lo >= 0 && static_cast<int64_t>(hi) < n) {
+          for (int64_t j = 0; j < m; ++j) picks[j] = static_cast<int64_t>(p[j * s]);
+        } else {
+          for (int64_t j = 0; j < m; ++j) picks[j] = resolve_index(p[j * s], n, a, op);
+        }
       });
       return picks;
     };

@@ -242,6 +242,9 @@ TEST_CASE("index: index_select of an expanded tensor and of minibatch rows") {
 TEST_CASE("index: index_select errors") {
   const Tensor x = zeros(Shape{2, 3});
   check_error([&] { index_select(x, 1, tensor<int64_t>({0, 5})); }, {"index_select", "index 5", "axis 1", "size 3"});
+  // Several bad indices: the first is named (in-range indices skip resolving; these do not).
+  check_error([&] { index_select(x, 1, tensor<int64_t>({0, 7, -9, 2})); }, {"index_select", "index 7", "size 3"});
+  check_error([&] { index_select(x, 1, tensor<int32_t>({2, -4, 9})); }, {"index_select", "index -4", "size 3"});
   check_error([&] { index_select(x, 0, tensor<int32_t>({-3})); }, {"index_select", "index -3", "axis 0", "size 2"});
   check_error([&] { index_select(non_contiguous(x), 0, tensor<int32_t>({2})); },
               {"index_select", "index 2", "axis 0", "size 2"});
