@@ -16,4 +16,28 @@
 // (its checkpoint is saved; `ctrax resume` continues).
 #include "commands/commands.h"
 
-int main(int argc, char** argv) { return ctrax::tools::run_cli(argc, argv); }
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace {
+
+// Training frees and allocates the same few hundred KiB every epoch (the rollout's rows, the
+// advantages); glibc would hand the freed top of its heap back to the kernel whenever it passes
+// 128 KiB and fault the pages in again in the next epoch (a Pendulum PPO run: 4,900 minor page
+// faults and 0.03 s of system time, 2,000 and none with this). Up to 64 MiB stay in the process. Setting the trim threshold
+// turns off glibc's adaptive mmap threshold, so that one is set too, to the adaptive one's
+// ceiling (32 MiB): blocks below it come from the heap, as they would once glibc had adapted.
+void keep_freed_heap() {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+#endif
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  keep_freed_heap();
+  return ctrax::tools::run_cli(argc, argv);
+}
