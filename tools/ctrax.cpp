@@ -25,9 +25,10 @@ namespace {
 // Training frees and allocates the same few hundred KiB every epoch (the rollout's rows, the
 // advantages); glibc would hand the freed top of its heap back to the kernel whenever it passes
 // 128 KiB and fault the pages in again in the next epoch (a Pendulum PPO run: 4,900 minor page
-// faults and 0.03 s of system time, 2,000 and none with this). Up to 64 MiB stay in the process. Setting the trim threshold
-// turns off glibc's adaptive mmap threshold, so that one is set too, to the adaptive one's
-// ceiling (32 MiB): blocks below it come from the heap, as they would once glibc had adapted.
+// faults and 0.03 s of system time, 2,000 and none with this). Up to 64 MiB stay in the
+// process. Setting the trim threshold turns off glibc's adaptive mmap threshold, so that one is
+// set too, to the adaptive one's ceiling (32 MiB): blocks below it come from the heap, as they
+// would once glibc had adapted. A program embedding ctrax may do the same (docs/compile.md).
 void keep_freed_heap() {
 #if defined(__GLIBC__)
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
