@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <cstring>
 
 #include "../../autograd/tape.h"
 #include "../../base/error.h"
+#include "../../tensor/trace.h"
 
 namespace ctrax {
 
@@ -96,8 +98,15 @@ Tensor CollectModel::returned_copy(size_t slot, const Tensor& source) {
   // A use count of 1: no tensor but `kept` refers to the storage (a view would hold it too).
   const bool reusable = kept.defined() && kept.storage().use_count() == 1 && kept.shape() == source.shape() &&
                         kept.dtype() == source.dtype() && kept.device() == source.device();
-  if (reusable) kept.copy_(source);
-  else kept = source.clone();
+  if (reusable && kept.device().is_cpu() && source.is_contiguous() && !detail::is_traced(kept)) {
+    // The copy a collection step makes twice: the bytes, without copy_'s general checks (kept
+    // is this object's own contiguous tensor of the same shape and dtype).
+    std::memcpy(kept.raw_data(), source.raw_data(), static_cast<size_t>(kept.numel()) * kept.element_size());
+  } else if (reusable) {
+    kept.copy_(source);
+  } else {
+    kept = source.clone();
+  }
   return kept;
 }
 

@@ -22,8 +22,8 @@ inline uint64_t seed_of(Key key) { return (static_cast<uint64_t>(key.words()[1])
 
 // `lead` followed by `rest`.
 inline Shape prefixed(std::initializer_list<int64_t> lead, const Shape& rest) {
-  const std::vector<int64_t> dims(lead);
-  Shape out(dims);
+  Shape out;  // built in place: a collection step checks its policy's output shape with this
+  for (int64_t d : lead) out.push_back(d);
   for (int64_t d : rest) out.push_back(d);
   return out;
 }
