@@ -2,7 +2,9 @@
 //
 // What it is for: walking N operands that share a logical shape (after broadcasting), each
 // with its own strides, without materialising copies. The caller supplies an inner kernel
-// that processes one run of `n` elements along the innermost dimension:
+// that processes one run of `n` elements along the innermost dimension (or, with
+// RunOrder::any, possibly down a column of short rows: then every operand's stride, the
+// output's included, is a row's):
 //
 //     inner(std::array<char*, N> ptrs, std::array<int64_t, N> byte_strides, int64_t n)
 //

@@ -65,6 +65,10 @@ const std::vector<Tensor>& CollectModel::run(const Tensor& observations, bool ev
   // caller's tensors alive).
   std::vector<Tensor>& inputs = inputs_;
   inputs.clear();
+  struct Release {
+    std::vector<Tensor>& inputs;
+    ~Release() { inputs.clear(); }
+  } release{inputs};
   if (observations.dtype() == DType::float32 && observations.device() == device_) inputs.push_back(observations);
   else inputs.push_back(observations.to(DType::float32).to(device_));
   for (const Tensor& t : more) inputs.push_back(t.to(device_));
@@ -73,10 +77,6 @@ const std::vector<Tensor>& CollectModel::run(const Tensor& observations, bool ev
     for (const Tensor& t : state_.leaves()) inputs.push_back(t);
   evaluating_ = evaluating;
   n_more_ = more.size();
-  struct Release {
-    std::vector<Tensor>& inputs;
-    ~Release() { inputs.clear(); }
-  } release{inputs};
   // A plan reads the trainer's weight storages and bakes in the mode and the sampler.
   const std::vector<Tensor>& out =
       compiled_(inputs, key,

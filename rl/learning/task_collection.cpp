@@ -89,7 +89,7 @@ CollectStats summarize(EpisodeQuota& counted, int64_t steps, int64_t n) {
 // documented dtypes, as the environments here return them), else a converted copy in `copy`.
 // Referring in place saves two tensor copies per field and step.
 const Tensor& contiguous_as(const Tensor& t, DType dtype, Tensor& copy) {
-  if (t.dtype() == dtype && t.is_contiguous()) return t;
+  if (t.defined() && t.dtype() == dtype && t.is_contiguous()) return t;  // (an undefined one throws below)
   copy = t.to(dtype).contiguous();
   return copy;
 }
@@ -104,6 +104,8 @@ class HostStep {
         truncated_(contiguous_as(st.truncated, DType::boolean, copies_[2]).data<uint8_t>()),
         next_observations_(&contiguous_as(st.observations, st.observations.dtype(), copies_[3])),
         final_observations_(&contiguous_as(st.final_observations, st.final_observations.dtype(), copies_[4])) {}
+  HostStep(const HostStep&) = delete;  // a copy would point into this one's copies_
+  HostStep& operator=(const HostStep&) = delete;
   double reward(int64_t i) const { return rewards_[i]; }
   bool term(int64_t i) const { return terminated_[i] != 0; }
   bool trunc(int64_t i) const { return truncated_[i] != 0; }

@@ -262,8 +262,8 @@ void map_binary(const Tensor& out, const char* a, const Shape& a_strides, const 
     const T* x = reinterpret_cast<const T*>(p[1]);
     const T* y = reinterpret_cast<const T*>(p[2]);
     if constexpr (Kernel != kNoKernel && std::is_same_v<T, Out> && kHasFloatKernels<T>) {
-      // Short runs (a [64, 2] + [2] bias add has 64 runs of 2) stay inline: the kernel call
-      // would cost more than the work. f is the same single IEEE operation as the kernel.
+      // Short runs (e.g. a strided [3, 5] operand's rows) stay inline: the kernel call would
+      // cost more than the work. f is the same single IEEE operation as the kernel.
       if ((st[1] == kSize || st[1] == 0) && (st[2] == kSize || st[2] == 0) && n >= kMinKernelRun) {
         kernels::binary_kernel(static_cast<kernels::BinaryKernel>(Kernel), x, st[1] != 0, y, st[2] != 0, o, n);
         return;

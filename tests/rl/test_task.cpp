@@ -635,6 +635,62 @@ TEST_CASE("RLTask is reproducible with a fixed key") {
           values(by_factory.trajectories().at(1)[i].observations()));
 }
 
+namespace {
+
+// The same steps as `inner`, with every field of each step in another form than the built-in
+// environments give them: float32 rewards, int64 flags, observations stored transposed (not
+// contiguous). The collection converts what is not in its form and must store the same data.
+class OtherLayouts final : public ctrax::VectorEnv {
+ public:
+  explicit OtherLayouts(ctrax::VectorEnvPtr inner) : inner_(std::move(inner)) {}
+  std::string name() const override { return inner_->name(); }
+  int64_t num_envs() const override { return inner_->num_envs(); }
+  const Space& single_observation_space() const override { return inner_->single_observation_space(); }
+  const Space& single_action_space() const override { return inner_->single_action_space(); }
+  Tensor reset(std::optional<uint64_t> seed) override { return inner_->reset(seed); }
+  const ctrax::VectorStep& step(const Tensor& actions) override {
+    const ctrax::VectorStep& st = inner_->step(actions);
+    const auto transposed = [](const Tensor& t) { return t.transpose(0, 1).contiguous().transpose(0, 1); };
+    out_.observations = transposed(st.observations);
+    out_.final_observations = transposed(st.final_observations);
+    out_.rewards = st.rewards.to(DType::float32);
+    out_.terminated = st.terminated.to(DType::int64);
+    out_.truncated = st.truncated.to(DType::int64);
+    return out_;
+  }
+
+ private:
+  ctrax::VectorEnvPtr inner_;
+  ctrax::VectorStep out_;
+};
+
+}  // namespace
+
+TEST_CASE("RLTask stores the same pieces when a vector environment's step fields need converting") {
+  RLTaskOptions o = options(3, 4);
+  o.time_limit = 9;  // truncations as well as terminations
+  RLTask plain("CartPole-v1", o);
+  RLTask other([](int64_t n, std::optional<int64_t> limit) -> ctrax::VectorEnvPtr {
+    return std::make_unique<OtherLayouts>(ctrax::make_vector_env("CartPole-v1", n, limit));
+  }, o);
+  auto rec = std::make_shared<Recorder>();
+  const ctrax::CollectStats a = plain.collect_trajectories(fixed_policy(1, rec), trajectories(7));
+  const ctrax::CollectStats b = other.collect_trajectories(fixed_policy(1, rec), trajectories(7));
+  CHECK(a.returns == b.returns);
+  CHECK(a.episode_returns == b.episode_returns);
+  const auto& pa = plain.trajectories().at(1);
+  const auto& pb = other.trajectories().at(1);
+  REQUIRE(pa.size() == pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    CAPTURE(i);
+    CHECK(values(pa[i].observations()) == values(pb[i].observations()));
+    CHECK(values(pa[i].actions()) == values(pb[i].actions()));
+    CHECK(values(pa[i].rewards()) == values(pb[i].rewards()));
+    CHECK(pa[i].terminated() == pb[i].terminated());
+    CHECK(pa[i].truncated() == pb[i].truncated());
+  }
+}
+
 TEST_CASE("RLTask: bad inputs") {
   auto make = [](auto edit) {
     RLTaskOptions o = options(1);
