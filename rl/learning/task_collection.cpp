@@ -85,11 +85,14 @@ CollectStats summarize(EpisodeQuota& counted, int64_t steps, int64_t n) {
   return stats;
 }
 
+// Whether `t` is already a contiguous tensor of `dtype` (a conversion would only copy handles).
+bool in_form(const Tensor& t, DType dtype) { return t.defined() && t.dtype() == dtype && t.is_contiguous(); }
+
 // `t` as a contiguous tensor of `dtype`: t itself when it is one already (VectorEnv::step's
 // documented dtypes, as the environments here return them), else a converted copy in `copy`.
 // Referring in place saves two tensor copies per field and step.
 const Tensor& contiguous_as(const Tensor& t, DType dtype, Tensor& copy) {
-  if (t.defined() && t.dtype() == dtype && t.is_contiguous()) return t;  // (an undefined one throws below)
+  if (in_form(t, dtype)) return t;  // (an undefined one throws below)
   copy = t.to(dtype).contiguous();
   return copy;
 }
@@ -215,10 +218,8 @@ PolicyOutput RLTask::checked_policy_output(PolicyOutput out, int64_t n) {
   CTRAX_REQUIRE(out.dist_inputs.device().is_cpu(), who, ": the policy returned dist_inputs on ",
                 out.dist_inputs.device(), " (expected CPU tensors)");
   // (Only when needed: a conversion of a tensor already in form is still two handle copies.)
-  if (out.actions.dtype() != space.dtype() || !out.actions.is_contiguous())
-    out.actions = out.actions.to(space.dtype()).contiguous();
-  if (out.dist_inputs.dtype() != DType::float32 || !out.dist_inputs.is_contiguous())
-    out.dist_inputs = out.dist_inputs.to(DType::float32).contiguous();
+  if (!in_form(out.actions, space.dtype())) out.actions = out.actions.to(space.dtype()).contiguous();
+  if (!in_form(out.dist_inputs, DType::float32)) out.dist_inputs = out.dist_inputs.to(DType::float32).contiguous();
   return out;
 }
 
