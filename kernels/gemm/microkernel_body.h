@@ -87,7 +87,62 @@ void dispatch_epilogue(const TileArgs<typename Vec::T>& t, const typename Vec::V
   }
 }
 
-template <class Vec, int M, int NV, bool kRowsA>
+// The stores of a full-height tile whose epilogue steps (kEpi: 1 bias, 2 relu, 4 mask) are known
+// at compile time, applied to the accumulators in registers: the same steps in the same order
+// as store_with_epilogue, so the same bits. Inlined into tile_kernel (the accumulators stay in
+// registers; an out-of-line call would need them in memory, which is why store_with_epilogue
+// takes a copy). Only full-height tiles get these copies: they are nearly all of a large C's
+// tiles, and one per (rows of A, vectors, steps) keeps the code size in bounds.
+// (Measured stand-alone on Zen 4, [256, 64] x [64, 64], medians of 15 x 200 calls in TSC
+// cycles: with bias and relu 53,600 -> 51,900, with relu's mask 55,500 -> 53,400; plain 51,600.)
+template <class Vec, int M, int NV, int kEpi>
+[[gnu::always_inline]] inline void store_tile_epilogue(const TileArgs<typename Vec::T>& t,
+                                                       const typename Vec::V (&acc)[M][NV], bool full,
+                                                       typename Vec::Mask last_mask) {
+  using T = typename Vec::T;
+  using V = typename Vec::V;
+  constexpr int W = Vec::W;
+  constexpr bool kBias = (kEpi & 1) != 0, kRelu = (kEpi & 2) != 0, kMask = (kEpi & 4) != 0;
+  const V alpha = Vec::set1(t.alpha);
+  const V beta = Vec::set1(t.beta);
+  const bool read_c = t.beta != T(0);
+  const int64_t ldc = t.ldc;
+  T* c = t.c;
+  const T* mask_base = t.mask;
+  V bias[NV];
+  if constexpr (kBias) {
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v)
+      bias[v] = !full && v == NV - 1 ? Vec::load_masked(t.bias + v * W, last_mask) : Vec::load(t.bias + v * W);
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < M; ++i) {
+    T* row = c + i * ldc;
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      const bool partial = !full && v == NV - 1;
+      V x = Vec::mul(alpha, acc[i][v]);
+      if (read_c) {
+        const V old = Vec::mul(beta, partial ? Vec::load_masked(row + v * W, last_mask) : Vec::load(row + v * W));
+        x = Vec::fma(alpha, acc[i][v], old);
+      }
+      if constexpr (kBias) x = Vec::add(x, bias[v]);
+      if constexpr (kRelu) x = Vec::relu(x);
+      if constexpr (kMask) {
+        const T* mask = mask_base + i * ldc + v * W;
+        x = Vec::where_positive(partial ? Vec::load_masked(mask, last_mask) : Vec::load(mask), x);
+      }
+      if (partial)
+        Vec::store_masked(row + v * W, last_mask, x);
+      else
+        Vec::store(row + v * W, x);
+    }
+  }
+}
+
+// kEpi < 0: the epilogue, if any, is read from t at run time (store_with_epilogue); kEpi >= 0:
+// t's epilogue is exactly kEpi's steps (store_tile_epilogue).
+template <class Vec, int M, int NV, bool kRowsA, int kEpi = -1>
 void tile_kernel(const TileArgs<typename Vec::T>& t) {
   using T = typename Vec::T;
   using V = typename Vec::V;
@@ -161,6 +216,10 @@ void tile_kernel(const TileArgs<typename Vec::T>& t) {
   // A masked store only where the last vector is partial: AMD's Zen cores take about a dozen
   // cycles per vmaskmovps store, which cost more than the whole k loop of a k <= 8 tile.
   const bool full = last_lanes == W;
+  if constexpr (kEpi >= 0) {
+    store_tile_epilogue<Vec, M, NV, kEpi>(t, acc, full, last_mask);
+    return;
+  }
   if (t.bias != nullptr || t.relu || t.mask != nullptr) [[unlikely]] {
     V copy[M * NV];
 #pragma GCC unroll 16
@@ -227,9 +286,40 @@ constexpr KernelTable<Vec, MR, NVMAX> make_table() {
   return table;
 }
 
+// EpilogueTable<Vec, MR, NVMAX>::entry[rows_a][nv - 1][epi - 1]: the full-height (m == MR) tile
+// kernel with epilogue steps epi (1 bias, 2 relu, 4 mask; 1..7).
+template <class Vec, int MR, int NVMAX>
+struct EpilogueTable {
+  MicroKernel<typename Vec::T> entry[2][NVMAX][7];
+};
+
+template <class Vec, int MR, int NVMAX, int NV, int kEpi>
+constexpr void fill_epilogue_table(EpilogueTable<Vec, MR, NVMAX>& table) {
+  table.entry[0][NV - 1][kEpi - 1] = &tile_kernel<Vec, MR, NV, false, kEpi>;
+  table.entry[1][NV - 1][kEpi - 1] = &tile_kernel<Vec, MR, NV, true, kEpi>;
+  if constexpr (kEpi < 7) {
+    fill_epilogue_table<Vec, MR, NVMAX, NV, kEpi + 1>(table);
+  } else if constexpr (NV < NVMAX) {
+    fill_epilogue_table<Vec, MR, NVMAX, NV + 1, 1>(table);
+  }
+}
+
+template <class Vec, int MR, int NVMAX>
+constexpr EpilogueTable<Vec, MR, NVMAX> make_epilogue_table() {
+  EpilogueTable<Vec, MR, NVMAX> table{};
+  fill_epilogue_table<Vec, MR, NVMAX, 1, 1>(table);
+  return table;
+}
+
 template <class Vec, int MR, int NVMAX>
 void tile_dispatch(const TileArgs<typename Vec::T>& t) {
   static constexpr KernelTable<Vec, MR, NVMAX> table = make_table<Vec, MR, NVMAX>();
+  static constexpr EpilogueTable<Vec, MR, NVMAX> epilogue_table = make_epilogue_table<Vec, MR, NVMAX>();
   const int nv = (t.n + Vec::W - 1) / Vec::W;
+  const int epi = (t.bias != nullptr) | (t.relu << 1) | ((t.mask != nullptr) << 2);
+  if (epi != 0 && t.m == MR) {
+    epilogue_table.entry[t.a_row_stride != 0][nv - 1][epi - 1](t);
+    return;
+  }
   table.entry[t.a_row_stride != 0][t.m - 1][nv - 1](t);
 }
