@@ -21,8 +21,10 @@ namespace ctrax {
 namespace {
 
 constexpr const char* kCheckpointKind = "ctrax.Agent";
-// RLTask::evaluation_seed's stream of the confirmations (`ctrax eval` uses 2).
+// RLTask::evaluation_seed's streams: the confirmations' and the routine evaluations' (`ctrax
+// eval` uses 2).
 constexpr uint64_t kConfirmationSeeds = 1;
+constexpr uint64_t kRoutineEvaluationSeeds = 3;
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -262,8 +264,15 @@ double Agent::learning_rate_factor() const { return options_.anneal_learning_rat
 void Agent::evaluate_epoch(Metrics& row) {
   std::optional<double> routine;
   if (options_.n_eval_episodes > 0) {
-    for (double temperature : options_.eval_temperatures) {
-      const CollectStats stats = evaluate_job(options_.n_eval_episodes, temperature, std::nullopt);
+    // Seeded by the epoch and the temperature's place in the list, as confirmations are: the
+    // evaluations leave the task's collection counter alone, so training draws the same keys
+    // whatever n_eval_episodes and eval_temperatures are (0 evaluations included).
+    const auto n_temperatures = static_cast<uint64_t>(options_.eval_temperatures.size());
+    for (size_t t = 0; t < options_.eval_temperatures.size(); ++t) {
+      const double temperature = options_.eval_temperatures[t];
+      const uint64_t index = static_cast<uint64_t>(epoch_) * n_temperatures + t;
+      const CollectStats stats =
+          evaluate_job(options_.n_eval_episodes, temperature, task_->evaluation_seed(kRoutineEvaluationSeeds, index));
       eval_returns_[temperature].push_back(stats.mean_return);
       const std::string prefix = eval_metric_prefix(temperature);
       row[prefix + "return_mean"] = stats.mean_return;

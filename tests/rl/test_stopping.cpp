@@ -449,3 +449,41 @@ TEST_CASE("summarize_episodes: mean, sample std, median, extremes and the normal
   CHECK_THROWS_WITH_AS(summarize_episodes({}, {}), doctest::Contains("no episodes"), Error);
   CHECK_THROWS_WITH_AS(summarize_episodes({1, 2}, {3}), doctest::Contains("2 returns but 1 lengths"), Error);
 }
+
+TEST_CASE("Stopping: routine evaluations leave training alone, whatever their number and temperatures") {
+  // Routine evaluations are seeded by the epoch (RLTask::evaluation_seed), as confirmations are:
+  // they leave the task's collection counter alone, so training draws the same policy keys and
+  // ends with the same weights with no evaluation, two episodes per epoch, or three at two
+  // temperatures. (They used to advance the counter: each of these was another run.)
+  struct Run {
+    Tree weights;
+    int64_t collections;
+    std::vector<double> eval_returns;
+  };
+  const auto run = [](int64_t n_eval_episodes, std::vector<double> temperatures) {
+    RLTaskOptions t = cartpole_task(5, 2);
+    t.n_eval_envs = 2;
+    auto task = std::make_shared<RLTask>("CartPole-v1", t);
+    AgentOptions a;
+    a.n_interactions_per_epoch = 24;
+    a.n_eval_episodes = n_eval_episodes;
+    a.eval_temperatures = std::move(temperatures);
+    a.eval_max_steps = 30;
+    PolicyGradient agent(task, a, small_policy(1));
+    agent.run(3);
+    const auto found = agent.eval_returns().find(0.0);
+    return Run{agent.policy_trainer().weights().map([](const Tensor& w) { return w.clone(); }), task->n_collections(),
+               found == agent.eval_returns().end() ? std::vector<double>{} : found->second};
+  };
+  const Run none = run(0, {0.0});
+  const Run two = run(2, {0.0});
+  const Run three = run(3, {1.0, 0.0});
+  CHECK(none.collections == 4);  // the training collections only: the initial random one and three epochs
+  CHECK(two.collections == 4);
+  CHECK(three.collections == 4);
+  CHECK(bitwise_equal(none.weights, two.weights));
+  CHECK(bitwise_equal(none.weights, three.weights));
+  // The evaluations themselves are a pure function of the epoch: again the same.
+  CHECK(two.eval_returns.size() == 3);
+  CHECK(run(2, {0.0}).eval_returns == two.eval_returns);
+}
