@@ -235,7 +235,11 @@ Tensor Gaussian::sample(const Tensor& inputs, Key key, double temperature) const
   // x = mean + T sigma z with z ~ N(0, 1): N(mean, (T sigma)^2).
   // Drawn on the CPU (the same numbers wherever the inputs live), then moved to them.
   const Tensor z = normal(key, mean.shape(), mean.dtype()).to(mean.device());
-  return fresh_copy(add(mean, mul(mul(stdev, z), temperature)), sample_dtype());
+  // At temperature 1 the multiplication would be exact (x * 1 = x): one kernel less per step.
+  // add() makes a fresh tensor, so only a dtype conversion is left to do.
+  const Tensor spread = mul(stdev, z);
+  const Tensor x = add(mean, temperature == 1.0 ? spread : mul(spread, temperature));
+  return x.dtype() == sample_dtype() ? x : x.to(sample_dtype());
 }
 
 Tensor Gaussian::log_prob(const Tensor& inputs, const Tensor& point) const {

@@ -336,6 +336,16 @@ TEST_CASE("Gaussian sampling: mean + T std N(0, 1), and the mean at T = 0") {
   const Tensor mode = dist.sample(inputs.slice(0, 0, 3), Key(1), 0.0);
   check_values(mode, {1.0, -2.0, 1.0, -2.0, 1.0, -2.0});
   CHECK(dist.sample(inputs, Key(5)).to_vector<float>() == dist.sample(inputs, Key(5)).to_vector<float>());
+  // Bit for bit: mean + (std z) T with z the key's standard normal draws; at T = 1 the
+  // multiplication by T is left out, which changes no bit (x * 1 = x).
+  const Tensor few = inputs.slice(0, 0, 5).to(DType::float32);
+  const auto [mu, sigma] = dist.mean_and_std(few);
+  const Tensor z = ctrax::normal(Key(3), mu.shape(), mu.dtype());
+  CHECK(dist.sample(few, Key(3), 1.0).to_vector<float>() ==
+        ctrax::add(mu, ctrax::mul(ctrax::mul(sigma, z), 1.0)).to_vector<float>());
+  CHECK(dist.sample(few, Key(3), 0.5).to_vector<float>() ==
+        ctrax::add(mu, ctrax::mul(ctrax::mul(sigma, z), 0.5)).to_vector<float>());
+  CHECK(dist.sample(few, Key(3), 0.5).to_vector<float>() != dist.sample(few, Key(3), 1.0).to_vector<float>());
 }
 
 TEST_CASE("Gaussian: the density integrates to 1 and the entropy is -integral p log p") {
