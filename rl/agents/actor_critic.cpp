@@ -456,24 +456,22 @@ Metrics ActorCriticAgent::train_rollout_epoch() {
                                    "the rollout's rows (rollout passes on several ranks need n_interactions_per_epoch)");
   }
   const Key shuffle = fold_in(fold_in(Key(policy_options().seed), kRolloutShuffleTag), static_cast<uint64_t>(epoch()));
+  // The minibatches' rows of every field, gathered into the same tensors each time (the steps
+  // keep none of their batch); the epoch-wide normalisation, if any, is already in `advantages`.
+  std::optional<std::pair<double, double>> per_minibatch;
+  if (normalize && o.normalize_advantages_per_minibatch)
+    per_minibatch = std::pair{o.advantage_normalization_epsilon, o.advantage_normalization_factor};
+  RolloutMinibatch mb;
   for (int64_t pass = 0; pass < *o.rollout_passes && !stopped; ++pass) {
     const std::vector<Tensor> minibatches =
         RolloutBuffer::minibatch_indices(rollout.size(), minibatch, fold_in(shuffle, static_cast<uint64_t>(pass)));
     for (size_t i = 0; i < minibatches.size(); ++i) {
-      const Tensor& rows = minibatches[i];
       const bool last = i + 1 == minibatches.size();
-      const int64_t b = rows.shape()[0];
-      const Tensor mask = ones(Shape{b, 1});
-      Tensor a = index_select(advantages, 0, rows);
-      if (normalize && o.normalize_advantages_per_minibatch)
-        a = normalize_minibatch(a, o.advantage_normalization_epsilon, o.advantage_normalization_factor);
-      const Tensor observations = RolloutBuffer::select(rollout.observations(), rows);
-      const Batch policy_batch{observations, RolloutBuffer::select(rollout.actions(), rows), a.reshape(Shape{b, 1}),
-                               RolloutBuffer::select(rollout.dist_inputs(), rows), mask};
+      mb.gather(rollout, minibatches[i], advantages, targets, old_values, per_minibatch);
+      const Batch policy_batch{mb.observations(), mb.actions(), mb.advantages(), mb.dist_inputs(), mb.mask()};
       // The metrics (the KL among them) come from this step's forward pass, before its update.
       const Metrics p = policy.train_step(batch_to(policy_batch, device()), o.target_kl.has_value() || last);
-      const Batch value_batch{observations, RolloutBuffer::select(targets, rows).reshape(Shape{b, 1}), mask,
-                              RolloutBuffer::select(old_values, rows).reshape(Shape{b, 1})};
+      const Batch value_batch{mb.observations(), mb.value_targets(), mb.mask(), mb.old_values()};
       // With a target KL the policy may stop at any step, so the value network reports its
       // metrics whenever the policy does: every epoch's row then has the same columns.
       const Metrics v = value_trainer_->train_step(batch_to(value_batch, device()), o.target_kl.has_value() || last);

@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "../../base/error.h"
 #include "../../tensor/ops.h"
+#include "../../tensor/trace.h"
 
 namespace ctrax {
 
@@ -79,17 +81,75 @@ Tensor RolloutBuffer::select(const Tensor& field, const Tensor& rows) {
   return index_select(field, 0, rows).unsqueeze(1).contiguous();
 }
 
+namespace {
+
+// normalize_minibatch's arithmetic over n values read as doubles, written as floats (out may be
+// the storage `in` is read from: each element is read before it is written, in both passes).
+template <typename In>
+void normalize_values(const In* in, float* out, size_t n, double epsilon, double factor) {
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += static_cast<double>(in[i]);
+  const double mean = sum / static_cast<double>(n);
+  double square = 0;
+  for (size_t i = 0; i < n; ++i) square += (static_cast<double>(in[i]) - mean) * (static_cast<double>(in[i]) - mean);
+  const double std = std::sqrt(square / static_cast<double>(n));
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(factor * (static_cast<double>(in[i]) - mean) / (std + epsilon));
+}
+
+// rows of field into out as a [B, 1, ...] tensor: out itself when it is only this caller's and
+// of that shape and dtype, else a fresh tensor. rows are checked by the caller.
+void gather_rows(const Tensor& field, const int64_t* rows, int64_t b, Tensor& out) {
+  Shape shape = field.shape();
+  shape[0] = 1;
+  shape.insert(0, b);  // [B, 1, ...]
+  const bool reusable = out.defined() && out.storage().use_count() == 1 && out.shape() == shape &&
+                        out.dtype() == field.dtype() && out.device().is_cpu() && !detail::is_traced(out);
+  if (!reusable) out = empty(shape, field.dtype());
+  const Tensor source = field.contiguous();
+  const size_t row_bytes = static_cast<size_t>(source.numel() / std::max<int64_t>(1, source.shape()[0])) *
+                           source.element_size();
+  const auto* from = static_cast<const unsigned char*>(source.raw_data());
+  auto* to = static_cast<unsigned char*>(out.raw_data());
+  for (int64_t i = 0; i < b; ++i) std::memcpy(to + static_cast<size_t>(i) * row_bytes, from + rows[i] * row_bytes, row_bytes);
+}
+
+}  // namespace
+
+void RolloutMinibatch::gather(const RolloutBuffer& buffer, const Tensor& rows, const Tensor& advantages,
+                              const Tensor& value_targets, const Tensor& old_values,
+                              std::optional<std::pair<double, double>> normalize) {
+  const char* who = "RolloutMinibatch::gather";
+  CTRAX_REQUIRE(rows.defined() && rows.rank() == 1 && rows.dtype() == DType::int64 && rows.device().is_cpu(), who,
+                ": rows must be a 1-D int64 CPU tensor, got ",
+                rows.defined() ? dtype_name(rows.dtype()) + to_string(rows.shape()) : std::string("an undefined tensor"));
+  const int64_t b = rows.shape()[0], n = buffer.size();
+  CTRAX_REQUIRE(b >= 1, who, ": no rows");
+  const Tensor* fields[6] = {&buffer.observations(), &buffer.actions(), &buffer.dist_inputs(), &advantages,
+                             &value_targets, &old_values};
+  const char* names[3] = {"advantages", "value targets", "old values"};
+  for (int f = 3; f < 6; ++f)
+    CTRAX_REQUIRE(fields[f]->defined() && fields[f]->device().is_cpu() && fields[f]->rank() >= 1 &&
+                      fields[f]->shape()[0] == n,
+                  who, ": the ", names[f - 3], " must be a CPU tensor of ", n, " rows (the buffer's), got ",
+                  fields[f]->defined() ? to_string(fields[f]->shape()) : std::string("an undefined tensor"));
+  const Tensor index = rows.contiguous();
+  const int64_t* r = index.data<int64_t>();
+  const auto [lo, hi] = std::minmax_element(r, r + b);
+  CTRAX_REQUIRE(*lo >= 0 && *hi < n, who, ": rows must be in [0, ", n, "), got ", *lo < 0 ? *lo : *hi);
+  for (int f = 0; f < 6; ++f) gather_rows(*fields[f], r, b, fields_[f]);
+  if (normalize) {
+    Tensor& a = fields_[3];
+    CTRAX_REQUIRE(a.dtype() == DType::float32, who, ": the advantages must be float32 to normalise, got ", a.dtype());
+    normalize_values(a.data<float>(), a.data<float>(), static_cast<size_t>(b), normalize->first, normalize->second);
+  }
+  if (!(mask_.defined() && mask_.shape() == Shape{b, 1} && mask_.storage().use_count() == 1)) mask_ = ones(Shape{b, 1});
+}
+
 Tensor normalize_minibatch(const Tensor& advantages, double epsilon, double factor) {
   const std::vector<double> a = advantages.to_vector<double>();
   CTRAX_REQUIRE(!a.empty(), "normalize_minibatch: no advantages");
-  double sum = 0;
-  for (double x : a) sum += x;
-  const double mean = sum / static_cast<double>(a.size());
-  double square = 0;
-  for (double x : a) square += (x - mean) * (x - mean);
-  const double std = std::sqrt(square / static_cast<double>(a.size()));
   std::vector<float> out(a.size());
-  for (size_t i = 0; i < a.size(); ++i) out[i] = static_cast<float>(factor * (a[i] - mean) / (std + epsilon));
+  normalize_values(a.data(), out.data(), a.size(), epsilon, factor);
   return from_vector(out, advantages.shape());
 }
 

@@ -11,6 +11,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "../../tensor/random.h"
@@ -47,6 +49,33 @@ class RolloutBuffer {
  private:
   int64_t n_ = 0;
   Tensor observations_, actions_, dist_inputs_, advantages_, value_targets_, old_values_;
+};
+
+// One minibatch of a RolloutBuffer: its rows of every field as [B, 1, ...] one-step batches
+// (RolloutBuffer::select's), gathered into tensors this object keeps and refills for the next
+// minibatch of the same size when nothing else holds them any more (a training step does not
+// keep its batch), so that the rollout passes allocate nothing per minibatch in steady state.
+// A tensor still held elsewhere is left alone and a fresh one takes its place.
+class RolloutMinibatch {
+ public:
+  // The buffer's observations, actions and dist_inputs and the given per-row advantages, value
+  // targets and old values (CPU tensors of buffer.size() rows: the buffer's own, or rescaled or
+  // normalised copies) at `rows`: int64 [B], B >= 1, each in [0, buffer.size()); throws
+  // ctrax::Error otherwise. With `normalize` = (epsilon, factor) the advantages are normalised
+  // over the minibatch, exactly as normalize_minibatch does (they must be float32).
+  void gather(const RolloutBuffer& buffer, const Tensor& rows, const Tensor& advantages, const Tensor& value_targets,
+              const Tensor& old_values, std::optional<std::pair<double, double>> normalize);
+  const Tensor& observations() const { return fields_[0]; }  // [B, 1, ...] float32
+  const Tensor& actions() const { return fields_[1]; }       // [B, 1, ...]
+  const Tensor& dist_inputs() const { return fields_[2]; }   // [B, 1, D] float32
+  const Tensor& advantages() const { return fields_[3]; }    // [B, 1] the advantages' dtype
+  const Tensor& value_targets() const { return fields_[4]; } // [B, 1] the targets' dtype
+  const Tensor& old_values() const { return fields_[5]; }    // [B, 1] the old values' dtype
+  const Tensor& mask() const { return mask_; }               // [B, 1] float32 ones
+
+ private:
+  Tensor fields_[6];
+  Tensor mask_;
 };
 
 // (A - mean(A)) / (std(A) + epsilon) * factor over a [B, ...] minibatch (std: population),

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <optional>
+#include <utility>
 #include <set>
 
 #include <ctrax/ctrax.h>
@@ -115,6 +118,72 @@ TEST_CASE("normalize_minibatch: (A - mean) / (std + epsilon) over the minibatch,
   for (size_t i = 0; i < 4; ++i) CHECK(out[i] == doctest::Approx(expected[i]).epsilon(1e-6));
   CHECK(normalize_minibatch(from_vector(std::vector<float>{5, 5}, Shape{2}), 1e-8).to_vector<float>() ==
         std::vector<float>{0, 0});
+}
+
+namespace {
+bool same_bits(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
+  const Tensor x = a.contiguous(), y = b.contiguous();
+  return std::memcmp(x.raw_data(), y.raw_data(), static_cast<size_t>(x.numel()) * x.element_size()) == 0;
+}
+}  // namespace
+
+TEST_CASE("RolloutMinibatch: the rows of every field as select() gives them, refilled in place, bad rows refused") {
+  const double gamma = 0.9;
+  std::vector<Trajectory> pieces{hand_trajectory(4, true, false, gamma), hand_trajectory(5, false, false, gamma)};
+  const auto values = [](const Tensor& obs) { return (obs.slice(2, 0, 1).squeeze(-1) * 3.0 - 0.5).contiguous(); };
+  const RolloutBuffer buffer(pieces, values, gae(0.95), gamma);
+  REQUIRE(buffer.size() == 9);
+  const Tensor targets = (buffer.value_targets() * 0.1).to(DType::float32);
+  const Tensor old_values = (buffer.old_values() * 0.1).to(DType::float32);
+  RolloutMinibatch mb;
+  const auto check_rows = [&](const Tensor& rows, bool normalize) {
+    CAPTURE(rows.to_vector<int64_t>().size());
+    CAPTURE(normalize);
+    std::optional<std::pair<double, double>> how;
+    if (normalize) how = std::pair{1e-8, 2.0};
+    mb.gather(buffer, rows, buffer.advantages(), targets, old_values, how);
+    const int64_t b = rows.shape()[0];
+    CHECK(same_bits(mb.observations(), RolloutBuffer::select(buffer.observations(), rows)));
+    CHECK(same_bits(mb.actions(), RolloutBuffer::select(buffer.actions(), rows)));
+    CHECK(same_bits(mb.dist_inputs(), RolloutBuffer::select(buffer.dist_inputs(), rows)));
+    const Tensor a = index_select(buffer.advantages(), 0, rows);
+    CHECK(same_bits(mb.advantages(), (normalize ? normalize_minibatch(a, 1e-8, 2.0) : a).reshape(Shape{b, 1})));
+    CHECK(same_bits(mb.value_targets(), RolloutBuffer::select(targets, rows)));
+    CHECK(same_bits(mb.old_values(), RolloutBuffer::select(old_values, rows)));
+    CHECK(same_bits(mb.mask(), ones(Shape{b, 1})));
+  };
+  const Tensor first = from_vector(std::vector<int64_t>{8, 0, 3, 3, 5}, Shape{5});
+  const Tensor second = from_vector(std::vector<int64_t>{1, 2, 4, 6, 7}, Shape{5});
+  check_rows(first, false);
+  const void* storage = mb.observations().raw_data();
+  check_rows(second, true);
+  CHECK(mb.observations().raw_data() == storage);  // the same size again: refilled in place
+  // A field still held by the caller is left as it was; a fresh tensor takes its place.
+  const Tensor held = mb.observations();
+  const Tensor held_copy = held.clone();
+  check_rows(first, true);
+  CHECK(mb.observations().raw_data() != held.raw_data());
+  CHECK(same_bits(held, held_copy));
+  check_rows(from_vector(std::vector<int64_t>{4}, Shape{1}), false);  // another size
+  // Bad rows and fields: a clear error, nothing read out of range.
+  CHECK_THROWS_WITH_AS(mb.gather(buffer, from_vector(std::vector<int64_t>{0, 9}, Shape{2}), buffer.advantages(), targets,
+                                 old_values, std::nullopt),
+                       doctest::Contains("rows must be in [0, 9), got 9"), Error);
+  CHECK_THROWS_WITH_AS(mb.gather(buffer, from_vector(std::vector<int64_t>{-1}, Shape{1}), buffer.advantages(), targets,
+                                 old_values, std::nullopt),
+                       doctest::Contains("got -1"), Error);
+  CHECK_THROWS_WITH_AS(mb.gather(buffer, from_vector(std::vector<float>{0}, Shape{1}), buffer.advantages(), targets,
+                                 old_values, std::nullopt),
+                       doctest::Contains("rows must be a 1-D int64 CPU tensor, got float32[1]"), Error);
+  CHECK_THROWS_WITH_AS(mb.gather(buffer, empty(Shape{0}, DType::int64), buffer.advantages(), targets, old_values,
+                                 std::nullopt),
+                       doctest::Contains("no rows"), Error);
+  CHECK_THROWS_WITH_AS(mb.gather(buffer, second, buffer.advantages(), targets.slice(0, 0, 8), old_values, std::nullopt),
+                       doctest::Contains("the value targets must be a CPU tensor of 9 rows (the buffer's), got [8]"), Error);
+  CHECK_THROWS_WITH_AS(mb.gather(buffer, second, buffer.advantages().to(DType::float64), targets, old_values,
+                                 std::pair{1e-8, 1.0}),
+                       doctest::Contains("the advantages must be float32 to normalise, got float64"), Error);
 }
 
 TEST_CASE("RolloutValueLoss: the mean squared error, or with a clip the larger of the two errors") {
