@@ -187,9 +187,16 @@ void threaded_gemm(const KernelSpec<T>& spec, const Problem& p, T alpha, const T
 }
 
 // The N columns of a k x N row-major B as N rows of k: out[j * k + q] = B(q, j). N fixed at
-// compile time so the inner loop unrolls into N streams.
+// compile time so the inner loop unrolls into N streams; for dense rows (ldb == N, a layer's
+// weight) the stride is a constant too, and the copy vectorises (a [64, 2] head weight: about
+// 35 ns -> 10 ns, which is a tenth of a 4-row head product).
 template <typename T, int N>
 void copy_columns(const T* b, int64_t ldb, int64_t k, T* out) {
+  if (ldb == N) {
+    for (int64_t q = 0; q < k; ++q)
+      for (int j = 0; j < N; ++j) out[j * k + q] = b[q * N + j];
+    return;
+  }
   for (int64_t q = 0; q < k; ++q)
     for (int j = 0; j < N; ++j) out[j * k + q] = b[q * ldb + j];
 }
@@ -217,8 +224,8 @@ void narrow_gemm(const KernelSpec<T>& spec, const Problem& p, T alpha, const T* 
   // op(B)(q, j) = b[q * b_p_stride + j * b_j_stride].
   args.b_p_stride = p.trans_b ? 1 : p.ldb;
   args.b_j_stride = p.trans_b ? p.ldb : 1;
-  if (!p.trans_a && !p.trans_b) {
-    // The dot form needs B's columns unit stride in k.
+  if (!p.trans_a && !p.trans_b && !(n == 1 && p.ldb == 1)) {
+    // The dot form needs B's columns unit stride in k (a single column of dense rows already is).
     T* columns = narrow_buffer<T>().reserve(static_cast<size_t>(p.n * p.k));
     switch (n) {
       case 1: copy_columns<T, 1>(b, p.ldb, p.k, columns); break;
