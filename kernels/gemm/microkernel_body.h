@@ -23,7 +23,8 @@
 // What it is not for: inclusion anywhere but a microkernel_<n>_<isa>.cpp (it needs that file's
 // Vec and -m flags), or C with at most kNarrowMaxCols columns (narrow_body.h).
 
-// The end of a tile that has an epilogue (kernels/gemm.h: GemmEpilogue): each value is formed
+// The end of a tile shorter than MR that has an epilogue (full-height tiles apply theirs in
+// registers, store_tile_epilogue below) (kernels/gemm.h: GemmEpilogue): each value is formed
 // as in tile_kernel's plain stores, then the bias is added, relu applied and the mask applied,
 // each its own step, so the bits are those of the GEMM followed by the separate ops. One copy
 // per combination of steps (and full or partial last vector), so none of them is a branch per

@@ -264,15 +264,12 @@ double Agent::learning_rate_factor() const { return options_.anneal_learning_rat
 void Agent::evaluate_epoch(Metrics& row) {
   std::optional<double> routine;
   if (options_.n_eval_episodes > 0) {
-    // Seeded by the epoch and the temperature's place in the list, as confirmations are: the
-    // evaluations leave the task's collection counter alone, so training draws the same keys
-    // whatever n_eval_episodes and eval_temperatures are (0 evaluations included).
-    const auto n_temperatures = static_cast<uint64_t>(options_.eval_temperatures.size());
-    for (size_t t = 0; t < options_.eval_temperatures.size(); ++t) {
-      const double temperature = options_.eval_temperatures[t];
-      const uint64_t index = static_cast<uint64_t>(epoch_) * n_temperatures + t;
-      const CollectStats stats =
-          evaluate_job(options_.n_eval_episodes, temperature, task_->evaluation_seed(kRoutineEvaluationSeeds, index));
+    // Seeded by the epoch, as confirmations are (every temperature starts from the same
+    // episodes): the evaluations leave the task's collection counter alone, so training draws
+    // the same keys whatever n_eval_episodes and eval_temperatures are (0 evaluations included).
+    const uint64_t seed = task_->evaluation_seed(kRoutineEvaluationSeeds, static_cast<uint64_t>(epoch_));
+    for (double temperature : options_.eval_temperatures) {
+      const CollectStats stats = evaluate_job(options_.n_eval_episodes, temperature, seed);
       eval_returns_[temperature].push_back(stats.mean_return);
       const std::string prefix = eval_metric_prefix(temperature);
       row[prefix + "return_mean"] = stats.mean_return;

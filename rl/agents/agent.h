@@ -56,8 +56,8 @@ struct AgentOptions {
   // Collection per epoch: exactly one of these (Trax's collect_per_epoch became these two).
   std::optional<int64_t> n_trajectories_per_epoch;
   std::optional<int64_t> n_interactions_per_epoch;
-  // >= 0 per eval temperature, on seeds of the epoch's own (RLTask::evaluation_seed stream 3):
-  // neither this nor eval_temperatures changes what training draws.
+  // >= 0 per eval temperature, on seeds of the epoch's own (RLTask::evaluation_seed stream 3,
+  // the same for every temperature): neither this nor eval_temperatures changes what training draws.
   int64_t n_eval_episodes = 0;
   std::vector<double> eval_temperatures = {0.0};
   std::optional<int64_t> eval_max_steps;       // >= 1; default the task's max_steps

@@ -136,10 +136,14 @@ void RolloutMinibatch::gather(const RolloutBuffer& buffer, const Tensor& rows, c
   const int64_t* r = index.data<int64_t>();
   const auto [lo, hi] = std::minmax_element(r, r + b);
   CTRAX_REQUIRE(*lo >= 0 && *hi < n, who, ": rows must be in [0, ", n, "), got ", *lo < 0 ? *lo : *hi);
+  CTRAX_REQUIRE(!normalize || advantages.dtype() == DType::float32, who,
+                ": the advantages must be float32 to normalise, got ", advantages.dtype());
+  // Refilled in place: a step copies its inputs (a plan binds them by value; a device batch is
+  // copied from these pageable host buffers before the copy call returns), so nothing reads the
+  // previous minibatch's values once its steps are done.
   for (int f = 0; f < 6; ++f) gather_rows(*fields[f], r, b, fields_[f]);
   if (normalize) {
     Tensor& a = fields_[3];
-    CTRAX_REQUIRE(a.dtype() == DType::float32, who, ": the advantages must be float32 to normalise, got ", a.dtype());
     normalize_values(a.data<float>(), a.data<float>(), static_cast<size_t>(b), normalize->first, normalize->second);
   }
   if (!(mask_.defined() && mask_.shape() == Shape{b, 1} && mask_.storage().use_count() == 1)) mask_ = ones(Shape{b, 1});

@@ -165,7 +165,7 @@ class RLTask {
   int64_t n_dist_inputs() const { return n_dist_inputs_; }
   // The eval seed (CollectOptions::eval_seed) of evaluation stream `tag` >= 1, number `index`,
   // from the key under a tag training never uses (agents' confirmations: tag 1, `ctrax eval`:
-  // tag 2). Throws ctrax::Error for tag 0.
+  // tag 2, agents' routine evaluations: tag 3). Throws ctrax::Error for tag 0.
   uint64_t evaluation_seed(uint64_t tag, uint64_t index) const;
 
   // The task's whole state as checkpoint entries under `prefix` (e.g. "task/"), for owners that

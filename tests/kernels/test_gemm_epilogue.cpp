@@ -117,9 +117,11 @@ void check_shapes(const std::string& what) {
     int64_t m, n, k;
   };
   // Full and partial register tiles, n past one tile, k over one cache block (kc = 256), the
-  // narrow path (n <= 4), one row, and one big enough to be split over threads.
-  const Size sizes[] = {{1, 64, 3},  {7, 17, 5},   {13, 64, 64}, {64, 33, 300},
-                        {6, 2, 40},  {37, 1, 64},  {5, 4, 1},    {200, 100, 260}};
+  // narrow path (n <= 4), one row, and one big enough to be split over threads. The 12-row
+  // ones give full-height tiles (whose epilogue runs in registers) of every width in vectors:
+  // 1, 2 and 3 full vectors of 16 floats (2 and 3 of 8 doubles are 16 and 24 columns too).
+  const Size sizes[] = {{1, 64, 3},  {7, 17, 5},   {13, 64, 64}, {64, 33, 300}, {6, 2, 40},   {37, 1, 64},
+                        {5, 4, 1},   {200, 100, 260}, {12, 16, 9},  {12, 32, 9},   {12, 48, 9},  {24, 8, 9}};
   uint32_t seed = 1;
   for (const Size& s : sizes)
     for (bool ta : {false, true})

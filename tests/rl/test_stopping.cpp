@@ -459,6 +459,7 @@ TEST_CASE("Stopping: routine evaluations leave training alone, whatever their nu
     Tree weights;
     int64_t collections;
     std::vector<double> eval_returns;
+    double replayed;
   };
   const auto run = [](int64_t n_eval_episodes, std::vector<double> temperatures) {
     RLTaskOptions t = cartpole_task(5, 2);
@@ -472,8 +473,12 @@ TEST_CASE("Stopping: routine evaluations leave training alone, whatever their nu
     PolicyGradient agent(task, a, small_policy(1));
     agent.run(3);
     const auto found = agent.eval_returns().find(0.0);
-    return Run{agent.policy_trainer().weights().map([](const Tensor& w) { return w.clone(); }), task->n_collections(),
-               found == agent.eval_returns().end() ? std::vector<double>{} : found->second};
+    Run r{agent.policy_trainer().weights().map([](const Tensor& w) { return w.clone(); }), task->n_collections(),
+          found == agent.eval_returns().end() ? std::vector<double>{} : found->second, 0.0};
+    // The last epoch's evaluation at T = 0, played again by hand on stream 3's seed of epoch 3.
+    if (n_eval_episodes > 0)
+      r.replayed = agent.evaluate(n_eval_episodes, 0.0, std::nullopt, task->evaluation_seed(3, 3)).mean_return;
+    return r;
   };
   const Run none = run(0, {0.0});
   const Run two = run(2, {0.0});
@@ -483,7 +488,11 @@ TEST_CASE("Stopping: routine evaluations leave training alone, whatever their nu
   CHECK(three.collections == 4);
   CHECK(bitwise_equal(none.weights, two.weights));
   CHECK(bitwise_equal(none.weights, three.weights));
-  // The evaluations themselves are a pure function of the epoch: again the same.
+  // The evaluations themselves are a pure function of the epoch (stream 3 of the task's
+  // evaluation seeds, the same for every temperature): again the same, and replayed by hand.
   CHECK(two.eval_returns.size() == 3);
   CHECK(run(2, {0.0}).eval_returns == two.eval_returns);
+  CHECK(two.replayed == two.eval_returns.back());
+  CHECK(three.replayed == three.eval_returns.back());
+  CHECK(three.collections == 4);
 }
