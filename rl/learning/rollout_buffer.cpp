@@ -13,20 +13,45 @@ namespace ctrax {
 
 namespace {
 
-// The value network over the [K, L + 1] grid, a few pieces at a time: the activations of a
-// whole epoch's grid (4096 rows x 64 units is 1 MiB a layer) were the peak of a run's memory.
-// Each piece's rows are computed as in one call (row-independent networks), so V is the same.
+// The value network over the real rows of the [K, L + 1] grid (each piece's steps and its final
+// observation), at most kValueChunkRows rows a call: the activations of a whole epoch's grid
+// (4096 rows x 64 units is 1 MiB a layer) were the peak of a run's memory, and the grid's
+// padding (pieces shorter than the longest; about 15% of a Pendulum epoch's grid) is not worth
+// a value. A call's rows are rounded up to a multiple of kValueChunkAlign by repeating its first
+// row, so that the calls take a handful of shapes (a compiled value step records a plan per
+// shape). Each row's V is computed as in any other call (row-independent networks), so V is
+// the same; padding positions get 0, which no advantage estimator reads.
 constexpr int64_t kValueChunkRows = 1024;
+constexpr int64_t kValueChunkAlign = 64;
 
-Tensor chunked_values(const Tensor& observations, const std::function<Tensor(const Tensor&)>& values) {
+Tensor grid_values(const Tensor& observations, const std::vector<Trajectory>& pieces,
+                   const std::function<Tensor(const Tensor&)>& values) {
   const int64_t k = observations.shape()[0], columns = observations.shape()[1];
-  const int64_t pieces_per_chunk = std::max<int64_t>(1, kValueChunkRows / std::max<int64_t>(1, columns));
-  if (pieces_per_chunk >= k) return values(observations).to(DType::float32).contiguous();
-  std::vector<Tensor> parts;
-  for (int64_t start = 0; start < k; start += pieces_per_chunk)
-    parts.push_back(values(observations.slice(0, start, std::min(k, start + pieces_per_chunk)).contiguous())
-                        .to(DType::float32));
-  return concatenate(parts, 0).contiguous();
+  std::vector<int64_t> real;
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t t = 0; t <= pieces[static_cast<size_t>(i)].length(); ++t) real.push_back(i * columns + t);
+  Shape flat_shape = observations.shape();
+  flat_shape.erase(0);
+  flat_shape[0] = k * columns;
+  const Tensor flat = observations.contiguous().reshape(flat_shape);
+  std::vector<float> grid(static_cast<size_t>(k * columns), 0.0f);
+  const auto n = static_cast<int64_t>(real.size());
+  for (int64_t start = 0; start < n; start += kValueChunkRows) {
+    const int64_t count = std::min(kValueChunkRows, n - start);
+    const int64_t padded = std::min(kValueChunkRows, (count + kValueChunkAlign - 1) / kValueChunkAlign * kValueChunkAlign);
+    std::vector<int64_t> index(real.begin() + start, real.begin() + start + count);
+    index.resize(static_cast<size_t>(padded), real[static_cast<size_t>(start)]);
+    Shape chunk_shape = flat_shape;
+    chunk_shape[0] = padded;
+    chunk_shape.insert(0, 1);  // [1, rows, ...]: one long "piece"
+    const Tensor chunk = index_select(flat, 0, from_vector(index, Shape{padded})).reshape(chunk_shape);
+    const Tensor v = values(chunk).to(DType::float32).contiguous();
+    CTRAX_REQUIRE(v.shape() == (Shape{1, padded}), "RolloutBuffer: the value function gave ", to_string(v.shape()),
+                  " for observations ", to_string(chunk.shape()), "; expected ", to_string(Shape{1, padded}));
+    const float* vs = v.data<float>();
+    for (int64_t j = 0; j < count; ++j) grid[static_cast<size_t>(real[static_cast<size_t>(start + j)])] = vs[j];
+  }
+  return from_vector(grid, Shape{k, columns});
 }
 
 }  // namespace
@@ -38,9 +63,7 @@ RolloutBuffer::RolloutBuffer(const std::vector<Trajectory>& pieces, const std::f
   for (const Trajectory& t : pieces) slices.push_back(TrajectorySlice{&t, 0, t.length() + 1, 1});
   const TimeStepBatch b = stack_slices(slices, std::nullopt, /*pad_to_power_of_two=*/false);  // [K, L + 1]
   const Tensor observations = b.observation.to(DType::float32);
-  const Tensor v = chunked_values(observations, values);  // [K, L + 1]
-  CTRAX_REQUIRE(v.shape() == b.reward.shape(), "RolloutBuffer: the value function gave ", to_string(v.shape()),
-                " for observations ", to_string(observations.shape()), "; expected ", to_string(b.reward.shape()));
+  const Tensor v = grid_values(observations, pieces, values);  // [K, L + 1]
   const Tensor a = estimator(AdvantageInputs{b.reward, b.return_, v, b.done, b.mask, b.discount_mask}, gamma, 1);
   const int64_t k = b.reward.shape()[0], steps = b.reward.shape()[1] - 1;
   // The steps' positions in the [K, L] grid, piece by piece.
