@@ -170,6 +170,14 @@ TEST_CASE("RolloutMinibatch: the rows of every field as select() gives them, ref
   CHECK(mb.observations().raw_data() != held.raw_data());
   CHECK(same_bits(held, held_copy));
   check_rows(from_vector(std::vector<int64_t>{4}, Shape{1}), false);  // another size
+  // Rows of every byte width: 4, 8 and 16 above (advantages, int64 actions, observations of 4);
+  // 12 (three floats, Pendulum's observations) and 20 (the general copy) here.
+  for (int64_t width : {3, 5}) {
+    CAPTURE(width);
+    const Tensor wide = arange(9 * width).to(DType::float32).reshape(Shape{9, width});
+    mb.gather(buffer, first, buffer.advantages(), wide, old_values, std::nullopt);
+    CHECK(same_bits(mb.value_targets(), RolloutBuffer::select(wide, first)));
+  }
   // Bad rows and fields: a clear error, nothing read out of range.
   CHECK_THROWS_WITH_AS(mb.gather(buffer, from_vector(std::vector<int64_t>{0, 9}, Shape{2}), buffer.advantages(), targets,
                                  old_values, std::nullopt),
