@@ -362,9 +362,16 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
             }
             return;
           }
+          // Any strides (a column of short rows under RunOrder::any, a strided view): the same
+          // select with both values read at fixed strides, rather than an address picked by the
+          // condition, which made every element wait on its condition's load.
+          const auto* c = reinterpret_cast<const uint8_t*>(p[1]);
+          const T* x = reinterpret_cast<const T*>(p[2]);
+          const T* y = reinterpret_cast<const T*>(p[3]);
+          const int64_t os = st[0] / kSize, xs = st[2] / kSize, ys = st[3] / kSize;
           for (int64_t i = 0; i < n; ++i) {
-            const bool c = *reinterpret_cast<const uint8_t*>(p[1] + i * st[1]) != 0;
-            *reinterpret_cast<T*>(p[0] + i * st[0]) = *reinterpret_cast<const T*>(p[c ? 2 : 3] + i * st[c ? 2 : 3]);
+            const T xv = x[i * xs], yv = y[i * ys];
+            o[i * os] = c[i * st[1]] != 0 ? xv : yv;
           }
         }, detail::kElementwiseGrain, detail::RunOrder::any);
       });
