@@ -96,8 +96,9 @@ std::vector<Tensor> RolloutBuffer::minibatch_indices(int64_t n, int64_t minibatc
                 "got ", n, " and ", minibatch_size);
   const Tensor order = permutation(key, n);
   std::vector<Tensor> out;
+  // Views of the one permutation (a slice of a 1-D tensor is contiguous): no copy per minibatch.
   for (int64_t start = 0; start < n; start += minibatch_size)
-    out.push_back(order.slice(0, start, std::min(n, start + minibatch_size)).contiguous());
+    out.push_back(order.slice(0, start, std::min(n, start + minibatch_size)));
   return out;
 }
 

@@ -41,7 +41,8 @@ class RolloutBuffer {
   const Tensor& old_values() const { return old_values_; }      // [N] float32
 
   // The minibatches of one pass: a permutation of [0, N) from `key`, cut into consecutive
-  // pieces of minibatch_size rows (the last may be shorter). Every row is in exactly one.
+  // pieces of minibatch_size rows (the last may be shorter), views of that one permutation.
+  // Every row is in exactly one.
   static std::vector<Tensor> minibatch_indices(int64_t n, int64_t minibatch_size, Key key);
   // `rows` (int64 [B]) of a field as a [B, 1, ...] batch of one-step slices.
   static Tensor select(const Tensor& field, const Tensor& rows);
