@@ -92,9 +92,19 @@ template <typename T>
 std::vector<T> Tensor::to_vector() const {
   require_defined("Tensor::to_vector");
   if (device().is_cuda()) return to(Device::cpu()).to_vector<T>();
+  using Stored = typename dtype_traits<dtype_of<T>()>::type;
+  if (is_contiguous() && dtype_ != dtype_of<T>()) {
+    // Converted element by element as to() would (convert<>), without its intermediate tensor.
+    std::vector<T> out(static_cast<size_t>(numel()));
+    dispatch_dtype(dtype_, [&](auto tag) {
+      using S = decltype(tag);
+      const S* p = static_cast<const S*>(raw_data());
+      for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(convert<Stored>(p[i]));
+    });
+    return out;
+  }
   const Tensor c = to(dtype_of<T>()).contiguous();
   std::vector<T> out(static_cast<size_t>(c.numel()));
-  using Stored = typename dtype_traits<dtype_of<T>()>::type;
   const Stored* p = static_cast<const Stored*>(c.raw_data());
   for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(p[i]);
   return out;

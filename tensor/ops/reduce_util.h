@@ -271,6 +271,11 @@ void run_reduction(const ReduceLayout& L, const typename P::In* x, typename P::O
     return;
   }
   if (L.n_red == 1) {  // one element per output (a sum over a size-1 axis): no runs to walk
+    if (L.kept_rank == 1) {  // one kept axis (the common [n, 1] -> [n]): a plain strided loop
+      const int64_t stride = L.kept_strides[0];
+      for (int64_t o = 0; o < L.n_out; ++o) out[o] = p.finish(p.step(p.init(o), x[o * stride], 0));
+      return;
+    }
     int64_t kidx[kMaxRank] = {};
     int64_t koff = 0;
     for (int64_t o = 0; o < L.n_out; ++o) {
