@@ -188,7 +188,7 @@ TrainerOptions ActorCriticAgent::value_trainer_options() {
   t.optimizer = o.value_optimizer;
   if (o.rollout_passes) {
     // (observations, targets, mask, old values): the agent makes every batch itself.
-    t.loss = RolloutValueLoss(o.value_clip);
+    t.loss = RolloutValueLoss(o.value_clip, BatchPadding::none);  // every minibatch row is a real step
     t.metrics = {{"explained_variance", RolloutValueExplainedVariance()}};
     t.n_loss_inputs = 3;
     t.train_stream = [](int64_t) -> Batch {
@@ -538,10 +538,19 @@ void ActorCriticAgent::import_state(const io::Checkpoint& checkpoint) {
 
 // ---- The algorithms ---------------------------------------------------------------------------
 
+namespace {
+
+// Rollout passes train on minibatches of real steps only; Trax's slices carry padding.
+BatchPadding policy_padding(const ActorCriticOptions& options) {
+  return options.rollout_passes ? BatchPadding::none : BatchPadding::masked;
+}
+
+}  // namespace
+
 A2C::A2C(TaskPtr task, AgentOptions agent_options, PolicyAgentOptions policy_options, ActorCriticOptions options,
          A2COptions a2c)
-    : ActorCriticAgent(task, std::move(agent_options), policy_options, std::move(options),
-                       A2CLoss(policy_distribution(task, policy_options), a2c.entropy_coeff),
+    : ActorCriticAgent(task, std::move(agent_options), policy_options, options,
+                       A2CLoss(policy_distribution(task, policy_options), a2c.entropy_coeff, policy_padding(options)),
                        policy_metrics(policy_distribution(task, policy_options), nullptr)) {
   restore();
 }
@@ -562,8 +571,9 @@ PPO::PPO(TaskPtr task, AgentOptions agent_options, PolicyAgentOptions policy_opt
 
 PPO::PPO(TaskPtr task, AgentOptions agent_options, PolicyAgentOptions policy_options, ActorCriticOptions options,
          PPOOptions ppo, std::shared_ptr<double> epsilon)
-    : ActorCriticAgent(task, std::move(agent_options), policy_options, std::move(options),
-                       PPOLoss(policy_distribution(task, policy_options), epsilon, ppo.entropy_coeff),
+    : ActorCriticAgent(task, std::move(agent_options), policy_options, options,
+                       PPOLoss(policy_distribution(task, policy_options), epsilon, ppo.entropy_coeff,
+                               policy_padding(options)),
                        policy_metrics(policy_distribution(task, policy_options), epsilon)),
       ppo_(ppo),
       epsilon_(std::move(epsilon)) {
@@ -583,8 +593,9 @@ Metrics PPO::train_epoch() {
 
 AWR::AWR(TaskPtr task, AgentOptions agent_options, PolicyAgentOptions policy_options, ActorCriticOptions options,
          AWROptions awr)
-    : ActorCriticAgent(task, std::move(agent_options), policy_options, std::move(options),
-                       AWRLoss(policy_distribution(task, policy_options), awr.beta, awr.w_max, awr.entropy_coeff),
+    : ActorCriticAgent(task, std::move(agent_options), policy_options, options,
+                       AWRLoss(policy_distribution(task, policy_options), awr.beta, awr.w_max, awr.entropy_coeff,
+                               policy_padding(options)),
                        policy_metrics(policy_distribution(task, policy_options), nullptr)) {
   restore();
 }

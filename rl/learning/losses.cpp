@@ -43,6 +43,12 @@ void check_awr(const char* layer, double beta, double w_max) {
   CTRAX_REQUIRE(w_max > 0.0, layer, ": w_max must be > 0 (+inf for no clipping), got ", w_max);
 }
 
+void check_padding(const char* layer, BatchPadding padding) {
+  CTRAX_REQUIRE(padding == BatchPadding::masked || padding == BatchPadding::none, layer,
+                ": padding has the invalid value ", static_cast<int>(padding),
+                " (expected BatchPadding::masked or BatchPadding::none)");
+}
+
 // ---- The mask and per-step inputs ---------------------------------------------------------------
 
 Shape concat_shapes(const Shape& a, const Shape& b) {
@@ -59,11 +65,15 @@ struct Steps {
   Tensor m;      // S, `dtype`, a constant
   Tensor valid;  // S, bool: m != 0
   Tensor den;    // sum(m), rank 0
-  Tensor none;   // sum(m) == 0, rank 0 bool
+  Tensor none;   // sum(m) == 0, rank 0 bool (undefined when all_real)
   const char* mask_name = "mask";  // "weights" for the value batch
+  // BatchPadding::none: m is all ones (checked), `valid` and `none` are undefined, and den is the
+  // step count: nothing needs zeroing and a masked mean is a plain one.
+  bool all_real = false;
 };
 
-Steps read_mask(const Tensor& mask, DType dtype, const char* name = "mask") {
+Steps read_mask(const Tensor& mask, DType dtype, const char* name = "mask",
+                BatchPadding padding = BatchPadding::masked) {
   CTRAX_REQUIRE(mask.defined(), "the ", name, " is undefined");
   NoGradScope no_grad;  // the mask is data
   Steps st;
@@ -71,6 +81,19 @@ Steps read_mask(const Tensor& mask, DType dtype, const char* name = "mask") {
   st.shape = mask.shape();
   st.dtype = dtype;
   st.m = mask.dtype() == dtype ? stop_gradient(mask) : mask.to(dtype);
+  if (padding == BatchPadding::none) {
+    st.all_real = true;
+    if (st.m.numel() > 0) {
+      check_value(all(eq(st.m, scalar_like(1.0, st.m))), [name](double ones) {
+        return ones != 0.0 ? std::string()
+                           : detail::cat("the ", name, " has an entry other than 1, but this loss was made for "
+                                         "batches without padding (BatchPadding::none); use BatchPadding::masked");
+      });
+    }
+    // sum(m) of an all-ones mask, exactly: the same divisor as the masked mean's.
+    st.den = scalar_like(static_cast<double>(st.m.numel()), st.m);
+    return st;
+  }
   if (st.m.numel() > 0) {
     // check_value rather than item(): the checks stay in a compiled training step.
     check_value(all(isfinite(st.m)), [name](double finite) {
@@ -98,6 +121,7 @@ Tensor valid_for(const Tensor& x, const Steps& st) {
 // there reaches neither the value (0 * inf = NaN) nor the gradient (where sends the
 // unpicked branch exactly 0).
 Tensor zero_padding(const Tensor& x, const Steps& st) {
+  if (st.all_real) return x;
   return where(valid_for(x, st), x, scalar_like(Scalar(0), x));
 }
 
@@ -167,7 +191,13 @@ Tensor constant_actions(const Tensor& a, const Steps& st) {
 
 // mean_m(x) = sum(x m) / sum(m), or 0 with a zero gradient when sum(m) == 0: `where` sends no
 // gradient to the branch it does not pick, and the division is by 1 there, so nothing is NaN.
+// Without padding it is sum(x) / n: x m = x and sum(m) = n exactly, so the same value and, through
+// the same division, the same gradient.
 Tensor masked_mean(const Tensor& x, const Steps& st) {
+  if (st.all_real) {
+    const Tensor num = sum(x);
+    return st.m.numel() == 0 ? zeros_like(num) : div(num, st.den);
+  }
   const Tensor num = sum(mul(x, st.m));
   return where(st.none, zeros_like(num), div(num, where(st.none, ones_like(st.den), st.den)));
 }
@@ -187,10 +217,10 @@ struct PolicyBatch {
   Tensor old_dist_inputs;  // constant
 };
 
-PolicyBatch policy_batch(const Stack& in, const Distribution* dist) {
+PolicyBatch policy_batch(const Stack& in, const Distribution* dist, BatchPadding padding) {
   require_float(in[0], "dist_inputs");
   PolicyBatch b;
-  b.st = read_mask(in[4], in[0].dtype());
+  b.st = read_mask(in[4], in[0].dtype(), "mask", padding);
   check_dist_inputs(in[0], "dist_inputs", dist, b.st);
   check_actions(in[1], dist, b.st);
   b.advantages = step_data(in[2], "advantages", b.st);
@@ -236,7 +266,7 @@ JointBatch joint_batch(const Stack& in, const Distribution* dist) {
   b.actions = constant_actions(in[5], b.st);
   NoGradScope no_grad;
   const Tensor d = in[3].dtype() == DType::boolean ? in[3] : ne(in[3], scalar_like(Scalar(0), in[3]));
-  b.dones = logical_and(d, b.st.valid);
+  b.dones = b.st.all_real ? d : logical_and(d, b.st.valid);
   return b;
 }
 
@@ -324,9 +354,11 @@ using PolicyFn = std::function<Tensor(const PolicyBatch&)>;
 using JointFn = std::function<Tensor(const JointBatch&)>;
 
 // A layer over the 5-input policy batch; `metric` computes without recording.
-LayerPtr policy_layer(const char* name, DistributionPtr dist, PolicyFn f, bool metric) {
-  return Fn(name, StackFn([dist = std::move(dist), f = std::move(f), metric](const Stack& in) {
-              const PolicyBatch b = policy_batch(in, dist.get());
+LayerPtr policy_layer(const char* name, DistributionPtr dist, PolicyFn f, bool metric,
+                      BatchPadding padding = BatchPadding::masked) {
+  check_padding(name, padding);
+  return Fn(name, StackFn([dist = std::move(dist), f = std::move(f), metric, padding](const Stack& in) {
+              const PolicyBatch b = policy_batch(in, dist.get(), padding);
               if (!metric) return Stack{f(b)};
               NoGradScope no_grad;
               return Stack{f(b)};
@@ -348,22 +380,23 @@ LayerPtr joint_layer(const char* name, DistributionPtr dist, JointFn f, bool met
 
 // ---- Separate policy losses ---------------------------------------------------------------------
 
-LayerPtr A2CLoss(DistributionPtr dist, double entropy_coeff) {
+LayerPtr A2CLoss(DistributionPtr dist, double entropy_coeff, BatchPadding padding) {
   dist = checked(std::move(dist), "A2CLoss");
   check_coefficient("A2CLoss", "entropy_coeff", entropy_coeff);
   const Distribution* d = dist.get();
   return policy_layer("A2CLoss", dist, [d, c = entropy_coeff](const PolicyBatch& b) {
     const Tensor logp = d->log_prob(b.dist_inputs, b.actions);
     return entropy_term(*d, b.dist_inputs, b.st, c, neg(masked_mean(mul(logp, b.advantages), b.st)));
-  }, false);
+  }, false, padding);
 }
 
-LayerPtr PPOLoss(DistributionPtr dist, double epsilon, double entropy_coeff) {
+LayerPtr PPOLoss(DistributionPtr dist, double epsilon, double entropy_coeff, BatchPadding padding) {
   check_epsilon("PPOLoss", epsilon);
-  return PPOLoss(std::move(dist), std::make_shared<const double>(epsilon), entropy_coeff);
+  return PPOLoss(std::move(dist), std::make_shared<const double>(epsilon), entropy_coeff, padding);
 }
 
-LayerPtr PPOLoss(DistributionPtr dist, std::shared_ptr<const double> epsilon, double entropy_coeff) {
+LayerPtr PPOLoss(DistributionPtr dist, std::shared_ptr<const double> epsilon, double entropy_coeff,
+                 BatchPadding padding) {
   dist = checked(std::move(dist), "PPOLoss");
   CTRAX_REQUIRE(epsilon != nullptr, "PPOLoss: the epsilon handle is null");
   check_epsilon("PPOLoss", *epsilon);
@@ -375,10 +408,10 @@ LayerPtr PPOLoss(DistributionPtr dist, std::shared_ptr<const double> epsilon, do
     const Tensor logp = d->log_prob(b.dist_inputs, b.actions);
     const Tensor obj = ppo_objective(logp, old_log_prob(*d, b), b.advantages, *eps);
     return entropy_term(*d, b.dist_inputs, b.st, c, neg(masked_mean(obj, b.st)));
-  }, false);
+  }, false, padding);
 }
 
-LayerPtr AWRLoss(DistributionPtr dist, double beta, double w_max, double entropy_coeff) {
+LayerPtr AWRLoss(DistributionPtr dist, double beta, double w_max, double entropy_coeff, BatchPadding padding) {
   dist = checked(std::move(dist), "AWRLoss");
   check_awr("AWRLoss", beta, w_max);
   check_coefficient("AWRLoss", "entropy_coeff", entropy_coeff);
@@ -387,7 +420,7 @@ LayerPtr AWRLoss(DistributionPtr dist, double beta, double w_max, double entropy
     const Tensor logp = d->log_prob(b.dist_inputs, b.actions);
     const Tensor w = awr_weights(b.advantages, beta, w_max);
     return entropy_term(*d, b.dist_inputs, b.st, c, neg(masked_mean(mul(logp, w), b.st)));
-  }, false);
+  }, false, padding);
 }
 
 // ---- Joint losses -------------------------------------------------------------------------------
@@ -602,12 +635,13 @@ LayerPtr ValueExplainedVariance() { return value_explained_variance("ValueExplai
 
 // ---- The value loss of rollout passes -----------------------------------------------------------
 
-LayerPtr RolloutValueLoss(std::optional<double> value_clip) {
+LayerPtr RolloutValueLoss(std::optional<double> value_clip, BatchPadding padding) {
   CTRAX_REQUIRE(!value_clip || (std::isfinite(*value_clip) && *value_clip > 0),
                 "RolloutValueLoss: the clip must be > 0, got ", value_clip.value_or(0.0));
-  return Fn("RolloutValueLoss", StackFn([value_clip](const Stack& in) {
+  check_padding("RolloutValueLoss", padding);
+  return Fn("RolloutValueLoss", StackFn([value_clip, padding](const Stack& in) {
               require_float(in[0], "values");
-              const Steps st = read_mask(in[2], in[0].dtype(), "mask");
+              const Steps st = read_mask(in[2], in[0].dtype(), "mask", padding);
               check_steps(in[0], "values", st);
               const Tensor targets = step_data(in[1], "targets", st);
               const Tensor v = traced(in[0], st);

@@ -34,17 +34,28 @@ inline constexpr double awr_entropy_coeff = 0.0;  // AWR's and AWRJoint's
 inline constexpr double value_loss_coeff = 0.1;   // the joint losses'
 }  // namespace loss_defaults
 
+// Whether a loss's batches may hold padding. `masked`: the mask as described above (Trax's
+// slice batches). `none`: every step is real (the rollout passes' minibatches, SB3's layout):
+// the mask must be all ones, which is checked (ctrax::Error otherwise), and the zeroing and the
+// masked sums are skipped; on an all-ones mask the value and the gradients are `masked`'s bit for
+// bit, in fewer kernels.
+enum class BatchPadding { masked, none };
+
 // ---- Separate policy losses: (dist_inputs, actions, advantages, old_dist_inputs, mask) --------
 // A2C: -mean_m(logp A) - c mean_m(H); PPO: Trax's clipped surrogate; AWR: weights
 // min(exp(A / beta), w_max), w_max = +inf for no clip. Advantages come normalised (constants).
-LayerPtr A2CLoss(DistributionPtr dist, double entropy_coeff = loss_defaults::entropy_coeff);
+LayerPtr A2CLoss(DistributionPtr dist, double entropy_coeff = loss_defaults::entropy_coeff,
+                 BatchPadding padding = BatchPadding::masked);
 LayerPtr PPOLoss(DistributionPtr dist, double epsilon = loss_defaults::epsilon,
-                 double entropy_coeff = loss_defaults::entropy_coeff);
+                 double entropy_coeff = loss_defaults::entropy_coeff,
+                 BatchPadding padding = BatchPadding::masked);
 // The same with a clip range read at every call through a shared handle (the PPO agent anneals
 // it: PPOOptions::anneal_epsilon); each call checks it is still in (0, 1).
-LayerPtr PPOLoss(DistributionPtr dist, std::shared_ptr<const double> epsilon, double entropy_coeff);
+LayerPtr PPOLoss(DistributionPtr dist, std::shared_ptr<const double> epsilon, double entropy_coeff,
+                 BatchPadding padding = BatchPadding::masked);
 LayerPtr AWRLoss(DistributionPtr dist, double beta = loss_defaults::awr_beta, double w_max = loss_defaults::awr_w_max,
-                 double entropy_coeff = loss_defaults::awr_entropy_coeff);
+                 double entropy_coeff = loss_defaults::awr_entropy_coeff,
+                 BatchPadding padding = BatchPadding::masked);
 
 // ---- Joint losses: (dist_inputs, values, returns, dones, rewards, actions, old_log_probs, mask)
 // Trax's one-step advantage computed inside, plus value_loss_coeff mean_m((R - V)^2); dones are
@@ -88,8 +99,9 @@ LayerPtr ExplainedVariance();
 LayerPtr ValueExplainedVariance();
 // Rollout passes (rl/agents/actor_critic.h): (values [B, L], targets, mask, old values) ->
 // mean_m((V - G)^2), or with a clip c > 0 OpenAI baselines' clipped value loss; and the
-// explained variance of the targets.
-LayerPtr RolloutValueLoss(std::optional<double> clip = std::nullopt);
+// explained variance of the targets. The agent's minibatches have no padding (BatchPadding::none).
+LayerPtr RolloutValueLoss(std::optional<double> clip = std::nullopt,
+                          BatchPadding padding = BatchPadding::masked);
 LayerPtr RolloutValueExplainedVariance();
 
 }  // namespace ctrax

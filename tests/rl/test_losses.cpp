@@ -899,6 +899,100 @@ TEST_CASE("RL losses: gradcheck of every loss with respect to dist_inputs (and v
 
 // ---- Bad arguments and inputs -------------------------------------------------------------------
 
+// BatchPadding::none: on an all-ones mask the value and the gradients are BatchPadding::masked's bit for
+// bit (float32, as the agents train; 37 steps, so the mean divides by a count that is not a
+// power of two), and a mask with any other entry is refused with the clear error.
+TEST_CASE("RL losses: BatchPadding::none gives the masked loss bit for bit on an all-ones mask, and refuses padding") {
+  using ctrax::BatchPadding;
+  const Shape s{37, 1};
+  const auto uniform32 = [&](Shape shape, uint64_t seed, double lo, double hi) {
+    return ctrax::test::random_tensor(shape, DType::float32, seed, lo, hi);
+  };
+  const auto gaussian = std::make_shared<Gaussian>(Shape{}, 1.0, LearnStd::separate);
+  const auto categorical = std::make_shared<Categorical>(3);
+  struct Case {
+    DistributionPtr dist;
+    Tensor x, old_x, actions;
+  };
+  const std::vector<Case> cases = {
+      {gaussian, uniform32(Shape{37, 1, 2}, 1, -1.0, 1.0), uniform32(Shape{37, 1, 2}, 2, -1.0, 1.0),
+       uniform32(s, 3, -2.0, 2.0)},
+      {categorical, uniform32(Shape{37, 1, 3}, 4, -2.0, 2.0), uniform32(Shape{37, 1, 3}, 5, -2.0, 2.0),
+       ctrax::randint(ctrax::Key(6), s, 0, 3)},
+  };
+  const Tensor advantages = uniform32(s, 7, -2.0, 2.0);
+  const Tensor ones = ctrax::ones(s, DType::float32);
+  // Both versions of a loss on (x, mask): the loss and its gradient with respect to x.
+  const auto value_and_gradient = [](const LayerPtr& loss, Stack in) {
+    const Tensor x = in[0];
+    return ctrax::value_and_grad([&](const Tensor& xx) {
+      in[0] = xx;
+      return (*loss)(in)[0];
+    })(x);
+  };
+  const auto same = [&](const LayerPtr& masked, const LayerPtr& none, const Stack& in) {
+    const auto a = value_and_gradient(masked, in);
+    const auto b = value_and_gradient(none, in);
+    CHECK(ctrax::test::bitwise_equal(a.value, b.value));
+    CHECK(ctrax::test::bitwise_equal(a.grad, b.grad));
+    CHECK(a.value.item<double>() != 0.0);
+  };
+  for (const Case& c : cases) {
+    INFO(c.dist->name());
+    const Stack in{c.x, c.actions, advantages, c.old_x, ones};
+    same(ctrax::A2CLoss(c.dist, 0.05), ctrax::A2CLoss(c.dist, 0.05, BatchPadding::none), in);
+    same(ctrax::PPOLoss(c.dist, 0.2, 0.05), ctrax::PPOLoss(c.dist, 0.2, 0.05, BatchPadding::none), in);
+    same(ctrax::PPOLoss(c.dist, 0.2, 0.0), ctrax::PPOLoss(c.dist, 0.2, 0.0, BatchPadding::none), in);
+    same(ctrax::AWRLoss(c.dist, 1.0, 20.0, 0.05), ctrax::AWRLoss(c.dist, 1.0, 20.0, 0.05, BatchPadding::none), in);
+    // A bool mask of trues is all ones too.
+    Stack with_bool = in;
+    with_bool[4] = ctrax::ones(s, DType::boolean);
+    same(ctrax::PPOLoss(c.dist, 0.2, 0.05), ctrax::PPOLoss(c.dist, 0.2, 0.05, BatchPadding::none), with_bool);
+  }
+  // The value loss of rollout passes, with and without its clip.
+  const Tensor values = uniform32(s, 8, -1.0, 1.0), targets = uniform32(s, 9, -1.0, 1.0);
+  const Tensor old_values = uniform32(s, 10, -1.0, 1.0);
+  const Stack value_in{values, targets, ones, old_values};
+  same(ctrax::RolloutValueLoss(), ctrax::RolloutValueLoss(std::nullopt, BatchPadding::none), value_in);
+  same(ctrax::RolloutValueLoss(0.2), ctrax::RolloutValueLoss(0.2, BatchPadding::none), value_in);
+  // No steps at all: 0, as with a mask.
+  const Stack empty_in{ctrax::zeros(Shape{0, 1}, DType::float32), ctrax::zeros(Shape{0, 1}, DType::float32),
+                       ctrax::zeros(Shape{0, 1}, DType::float32), ctrax::zeros(Shape{0, 1}, DType::float32)};
+  CHECK(run(ctrax::RolloutValueLoss(std::nullopt, BatchPadding::none), empty_in) == 0.0);
+
+  // Anything but ones in the mask is refused, whatever the entry.
+  const std::string refusal = "has an entry other than 1, but this loss was made for batches without padding";
+  for (const double entry : {0.0, 0.5, 2.0, kNaN}) {
+    INFO(entry);
+    std::vector<float> m(37, 1.0f);
+    m[20] = static_cast<float>(entry);
+    const Tensor mask = ctrax::from_vector(m, s);
+    const Case& c = cases[0];
+    CHECK_THROWS_WITH_AS((*ctrax::PPOLoss(c.dist, 0.2, 0.0, BatchPadding::none))(
+                             Stack{c.x, c.actions, advantages, c.old_x, mask}),
+                         doctest::Contains(("PPOLoss: the mask " + refusal).c_str()), Error);
+    CHECK_THROWS_WITH_AS((*ctrax::RolloutValueLoss(std::nullopt, BatchPadding::none))(
+                             Stack{values, targets, mask, old_values}),
+                         doctest::Contains(("RolloutValueLoss: the mask " + refusal).c_str()), Error);
+  }
+  std::vector<float> flags(37, 1.0f);
+  flags[3] = 0.0f;
+  CHECK_THROWS_WITH_AS((*ctrax::A2CLoss(gaussian, 0.0, BatchPadding::none))(
+                           Stack{cases[0].x, cases[0].actions, advantages, cases[0].old_x,
+                                 ctrax::from_vector(flags, s).to(DType::boolean)}),
+                       doctest::Contains(("A2CLoss: the mask " + refusal).c_str()), Error);
+  // Shapes are still checked as with a mask.
+  CHECK_THROWS_WITH_AS((*ctrax::PPOLoss(gaussian, 0.2, 0.0, BatchPadding::none))(
+                           Stack{cases[0].x, cases[0].actions, ctrax::zeros(Shape{36, 1}, DType::float32),
+                                 cases[0].old_x, ones}),
+                       doctest::Contains("advantages of shape [36, 1] do not match the mask of shape [37, 1]"), Error);
+  // An invalid value of the enum.
+  CHECK_THROWS_WITH_AS(ctrax::PPOLoss(gaussian, 0.2, 0.0, static_cast<BatchPadding>(7)),
+                       doctest::Contains("PPOLoss: padding has the invalid value 7"), Error);
+  CHECK_THROWS_WITH_AS(ctrax::RolloutValueLoss(std::nullopt, static_cast<BatchPadding>(7)),
+                       doctest::Contains("RolloutValueLoss: padding has the invalid value 7"), Error);
+}
+
 TEST_CASE("RL losses: bad construction arguments") {
   const auto dist = std::make_shared<Categorical>(3);
   const double nan = kNaN;
