@@ -67,6 +67,15 @@ inline double summed_loop(int64_t n, Element element) {
 
 inline double squared(double x) { return x * x; }
 
+// An update's loop: summed_loop when the caller wants the weights' sum of squares, else the
+// same elements with their squares unused (the compiler drops the conversions to double).
+template <typename Element>
+inline double update_loop(int64_t n, bool sum_weights, Element element) {
+  if (sum_weights) return summed_loop(n, element);
+  for (int64_t i = 0; i < n; ++i) element(i);
+  return 0.0;
+}
+
 
 
 // ---- the loops ------------------------------------------------------------------------------
@@ -79,7 +88,7 @@ double sum_of_squares_loop(const T* x, int64_t n) {
 template <typename T>
 double sgd_loop(const SgdStep& p, const T* g, T* w, int64_t n) {
   const T lr = static_cast<T>(p.learning_rate), gs = static_cast<T>(p.grad_scale);
-  return summed_loop(n, [&](int64_t i) {
+  return update_loop(n, p.sum_weights, [&](int64_t i) {
     const T wi = w[i];
     w[i] = wi - lr * (gs * g[i]);
     return squared(static_cast<double>(wi));
@@ -92,7 +101,7 @@ double momentum_loop(const MomentumStep& p, const T* g, T* w, T* vel, int64_t n)
   const T mass = static_cast<T>(p.mass), decay = static_cast<T>(p.decay);
   // Two loops rather than a select per element, so each is a straight line the vectoriser takes.
   if (p.nesterov) {
-    return summed_loop(n, [&](int64_t i) {
+    return update_loop(n, p.sum_weights, [&](int64_t i) {
       const T wi = w[i], gi = gs * g[i];
       const T v = mass * vel[i] + gi;
       vel[i] = v;
@@ -100,7 +109,7 @@ double momentum_loop(const MomentumStep& p, const T* g, T* w, T* vel, int64_t n)
       return squared(static_cast<double>(wi));
     });
   }
-  return summed_loop(n, [&](int64_t i) {
+  return update_loop(n, p.sum_weights, [&](int64_t i) {
     const T wi = w[i];
     const T v = mass * vel[i] + gs * g[i];
     vel[i] = v;
@@ -115,7 +124,7 @@ double adam_loop(const AdamStep& p, const T* g, T* w, T* m, T* v, int64_t n) {
   const T b1 = static_cast<T>(p.b1), one_minus_b1 = static_cast<T>(1.0 - p.b1);
   const T b2 = static_cast<T>(p.b2), one_minus_b2 = static_cast<T>(1.0 - p.b2);
   const T inv_sqrt_c2 = static_cast<T>(p.inv_sqrt_c2), eps = static_cast<T>(p.eps), decay = static_cast<T>(p.decay);
-  return summed_loop(n, [&](int64_t i) {
+  return update_loop(n, p.sum_weights, [&](int64_t i) {
     const T wi = w[i], gi = gs * g[i];
     const T mi = b1 * m[i] + one_minus_b1 * gi;
     const T vi = b2 * v[i] + one_minus_b2 * (gi * gi);
@@ -131,7 +140,7 @@ double rmsprop_loop(const RmsPropStep& p, const T* g, T* w, T* a, int64_t n) {
   const T lr = static_cast<T>(p.learning_rate), gs = static_cast<T>(p.grad_scale);
   const T gamma = static_cast<T>(p.gamma), one_minus_gamma = static_cast<T>(1.0 - p.gamma);
   const T eps = static_cast<T>(p.eps);
-  return summed_loop(n, [&](int64_t i) {
+  return update_loop(n, p.sum_weights, [&](int64_t i) {
     const T wi = w[i], gi = gs * g[i];
     const T ai = gamma * a[i] + one_minus_gamma * (gi * gi);
     a[i] = ai;

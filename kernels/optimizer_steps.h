@@ -34,12 +34,15 @@ double sum_of_squares(const double* x, int64_t n);
 
 // ---- one-pass steps ---------------------------------------------------------------------------
 // In every step g = grad_scale * gradient[i]; w, g and the slots are the i-th elements, and the
-// return value is sum_i w[i]^2 (the old w) in double.
+// return value is sum_i w[i]^2 (the old w) in double, or 0 when the step's sum_weights is false
+// (a caller that does not read it saves the conversions; the update is the same bits). The CUDA
+// loops always sum.
 
 // SGD: w' = w - learning_rate g.
 struct SgdStep {
   double learning_rate;
   double grad_scale;
+  bool sum_weights = true;
 };
 double sgd_step(const SgdStep& p, const float* gradient, float* weight, int64_t n);
 double sgd_step(const SgdStep& p, const double* gradient, double* weight, int64_t n);
@@ -52,6 +55,7 @@ struct MomentumStep {
   double mass;
   double decay;
   bool nesterov;
+  bool sum_weights = true;
 };
 double momentum_step(const MomentumStep& p, const float* gradient, float* weight, float* velocity, int64_t n);
 double momentum_step(const MomentumStep& p, const double* gradient, double* weight, double* velocity, int64_t n);
@@ -71,6 +75,7 @@ struct AdamStep {
   double inv_sqrt_c2;
   double eps;
   double decay;
+  bool sum_weights = true;
 };
 double adam_step(const AdamStep& p, const float* gradient, float* weight, float* m, float* v, int64_t n);
 double adam_step(const AdamStep& p, const double* gradient, double* weight, double* m, double* v, int64_t n);
@@ -81,6 +86,7 @@ struct RmsPropStep {
   double grad_scale;
   double gamma;
   double eps;
+  bool sum_weights = true;
 };
 double rmsprop_step(const RmsPropStep& p, const float* gradient, float* weight, float* mean_square, int64_t n);
 double rmsprop_step(const RmsPropStep& p, const double* gradient, double* weight, double* mean_square, int64_t n);

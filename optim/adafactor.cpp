@@ -105,7 +105,8 @@ Shape Adafactor::slot_shape(const Tensor& weight, size_t index) const {
 }
 
 double Adafactor::update_weight(int64_t step, double learning_rate, double grad_scale, const Tensor& gradient,
-                                Tensor& weight, std::vector<Tensor>& slots) const {
+                                Tensor& weight, std::vector<Tensor>& slots, bool) const {
+  // Its passes sum the weights anyway (the update's RMS scaling needs them).
   const bool factored = is_factored(weight);
   if (weight.dtype() == DType::float32)
     return adafactor_update<float>(options_, factored, step, learning_rate, grad_scale, gradient, weight, slots);

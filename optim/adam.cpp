@@ -33,9 +33,9 @@ const BiasCorrections& bias_corrections(int64_t step, double b1, double b2) {
 // The per-leaf scalars of step t, in double: the bias corrections folded into
 // step_size = lr / c1 and inv_sqrt_c2.
 kernels::AdamStep adam_scalars(int64_t step, double lr, double grad_scale, double b1, double b2, double eps,
-                               double decay) {
+                               double decay, bool sum_weights) {
   const BiasCorrections& c = bias_corrections(step, b1, b2);
-  return kernels::AdamStep{lr / c.c1, grad_scale, b1, b2, c.inv_sqrt_c2, eps, decay};
+  return kernels::AdamStep{lr / c.c1, grad_scale, b1, b2, c.inv_sqrt_c2, eps, decay, sum_weights};
 }
 
 double run_adam(const kernels::AdamStep& p, const Tensor& gradient, Tensor& weight, std::vector<Tensor>& slots) {
@@ -69,10 +69,11 @@ size_t Adam::num_slots(const Tensor&) const { return 2; }
 Shape Adam::slot_shape(const Tensor& weight, size_t) const { return weight.shape(); }
 
 double Adam::update_weight(int64_t step, double learning_rate, double grad_scale, const Tensor& gradient,
-                           Tensor& weight, std::vector<Tensor>& slots) const {
+                           Tensor& weight, std::vector<Tensor>& slots, bool sum_weights) const {
   const AdamOptions& o = options_;
-  return run_adam(adam_scalars(step, learning_rate, grad_scale, o.b1, o.b2, o.eps, 1.0 - o.weight_decay_rate),
-                  gradient, weight, slots);
+  return run_adam(
+      adam_scalars(step, learning_rate, grad_scale, o.b1, o.b2, o.eps, 1.0 - o.weight_decay_rate, sum_weights),
+      gradient, weight, slots);
 }
 
 // ---- AdamW -----------------------------------------------------------------------------------
@@ -98,9 +99,10 @@ size_t AdamW::num_slots(const Tensor&) const { return 2; }
 Shape AdamW::slot_shape(const Tensor& weight, size_t) const { return weight.shape(); }
 
 double AdamW::update_weight(int64_t step, double learning_rate, double grad_scale, const Tensor& gradient,
-                            Tensor& weight, std::vector<Tensor>& slots) const {
+                            Tensor& weight, std::vector<Tensor>& slots, bool sum_weights) const {
   const AdamWOptions& o = options_;
-  return run_adam(adam_scalars(step, learning_rate, grad_scale, o.b1, o.b2, o.eps, 1.0 - learning_rate * o.weight_decay),
+  return run_adam(adam_scalars(step, learning_rate, grad_scale, o.b1, o.b2, o.eps,
+                               1.0 - learning_rate * o.weight_decay, sum_weights),
                   gradient, weight, slots);
 }
 

@@ -42,7 +42,7 @@ class Adam final : public Optimizer {
   size_t num_slots(const Tensor& weight) const override;
   Shape slot_shape(const Tensor& weight, size_t index) const override;
   double update_weight(int64_t step, double learning_rate, double grad_scale, const Tensor& gradient, Tensor& weight,
-                       std::vector<Tensor>& slots) const override;
+                       std::vector<Tensor>& slots, bool sum_weights) const override;
 
  private:
   AdamOptions options_;
@@ -71,7 +71,7 @@ class AdamW final : public Optimizer {
   size_t num_slots(const Tensor& weight) const override;
   Shape slot_shape(const Tensor& weight, size_t index) const override;
   double update_weight(int64_t step, double learning_rate, double grad_scale, const Tensor& gradient, Tensor& weight,
-                       std::vector<Tensor>& slots) const override;
+                       std::vector<Tensor>& slots, bool sum_weights) const override;
 
  private:
   AdamWOptions options_;

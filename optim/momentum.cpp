@@ -23,9 +23,9 @@ size_t Momentum::num_slots(const Tensor&) const { return 1; }
 Shape Momentum::slot_shape(const Tensor& weight, size_t) const { return weight.shape(); }
 
 double Momentum::update_weight(int64_t, double learning_rate, double grad_scale, const Tensor& gradient,
-                               Tensor& weight, std::vector<Tensor>& slots) const {
+                               Tensor& weight, std::vector<Tensor>& slots, bool sum_weights) const {
   const kernels::MomentumStep p{learning_rate, grad_scale, options_.mass, 1.0 - options_.weight_decay_rate,
-                                options_.nesterov};
+                                options_.nesterov, sum_weights};
   const int64_t n = weight.numel();
   return optim_detail::run_step(weight, [&](auto tag, bool on_gpu) {
     using T = decltype(tag);

@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <sstream>
 
 #include "../kernels/cuda/optimizer_steps.h"
@@ -254,10 +255,13 @@ void Optimizer::check_trees(const Tree& gradients, const Tree& weights, const Tr
 }
 
 OptimizerStats Optimizer::apply(int64_t step, double learning_rate, const Tree& gradients, Tree& weights,
-                                const Tree& slots, std::vector<std::vector<Tensor>>* slot_lists) const {
-  // The global norm, and the clipping factor.
+                                const Tree& slots, std::vector<std::vector<Tensor>>* slot_lists,
+                                bool with_stats) const {
+  // The global norm (when wanted, or needed for clipping), and the clipping factor.
+  constexpr double kNotComputed = std::numeric_limits<double>::quiet_NaN();
   OptimizerStats stats;
-  stats.gradients_l2 = std::sqrt(gradient_sum_of_squares(gradients));
+  stats.gradients_l2 =
+      with_stats || clip_grad_norm_ ? std::sqrt(gradient_sum_of_squares(gradients)) : kNotComputed;
   double scale = 1.0;
   if (clip_grad_norm_ && stats.gradients_l2 > *clip_grad_norm_) {
     scale = *clip_grad_norm_ / stats.gradients_l2;
@@ -276,8 +280,9 @@ OptimizerStats Optimizer::apply(int64_t step, double learning_rate, const Tree& 
         for (const Tree& slot : s.list()) scratch.push_back(slot.leaf());
       }
       const Tensor& gradient = g.leaf();
-      if (gradient.is_contiguous()) return update_weight(step, learning_rate, scale, gradient, w.leaf(), *leaf_slots);
-      return update_weight(step, learning_rate, scale, gradient.contiguous(), w.leaf(), *leaf_slots);
+      if (gradient.is_contiguous())
+        return update_weight(step, learning_rate, scale, gradient, w.leaf(), *leaf_slots, with_stats);
+      return update_weight(step, learning_rate, scale, gradient.contiguous(), w.leaf(), *leaf_slots, with_stats);
     }
     double sum = 0;
     if (w.is_list()) {
@@ -290,20 +295,21 @@ OptimizerStats Optimizer::apply(int64_t step, double learning_rate, const Tree& 
     }
     return sum;
   };
-  stats.weights_l2 = std::sqrt(apply_walk(apply_walk, gradients, weights, slots));
+  const double weights_sum = apply_walk(apply_walk, gradients, weights, slots);
+  stats.weights_l2 = with_stats ? std::sqrt(weights_sum) : kNotComputed;
   return stats;
 }
 
 OptimizerStats Optimizer::update(int64_t step, double learning_rate, const Tree& gradients, Tree& weights,
-                                 Tree& slots) const {
+                                 Tree& slots, bool with_stats) const {
   // Everything is checked before anything is modified.
   check_step_and_rate(step, learning_rate);
   check_trees(gradients, weights, slots);
-  return apply(step, learning_rate, gradients, weights, slots, nullptr);
+  return apply(step, learning_rate, gradients, weights, slots, nullptr, with_stats);
 }
 
 Tensor Optimizer::update_from_tensors(const Tensor& step, const Tensor& learning_rate, const Tree& gradients,
-                                      Tree& weights, Tree& slots) const {
+                                      Tree& weights, Tree& slots, bool with_stats) const {
   CTRAX_REQUIRE(runs_in_plans(), name(), ".update_from_tensors: this optimizer does not say that its update may run "
                 "as a kernel (runs_in_plans()); use update()");
   CTRAX_REQUIRE(step.defined() && step.dtype() == DType::int64 && step.numel() == 1 && step.device().is_cpu(),
@@ -328,9 +334,9 @@ Tensor Optimizer::update_from_tensors(const Tensor& step, const Tensor& learning
   detail::run_kernel([this, step_value = static_cast<const int64_t*>(step.raw_data()),
                       rate = static_cast<const double*>(learning_rate.raw_data()),
                       out = static_cast<double*>(stats.raw_data()), gradients = contiguous, weights, slots,
-                      slot_lists]() mutable {
+                      slot_lists, with_stats]() mutable {
     check_step_and_rate(*step_value, *rate);
-    const OptimizerStats s = apply(*step_value, *rate, gradients, weights, slots, &slot_lists);
+    const OptimizerStats s = apply(*step_value, *rate, gradients, weights, slots, &slot_lists, with_stats);
     out[0] = s.gradients_l2;
     out[1] = s.weights_l2;
     out[2] = s.clipped ? 1.0 : 0.0;

@@ -24,7 +24,8 @@
 
 namespace ctrax {
 
-// Reported by every update, before the weights change (Trax's tree_update stats).
+// Reported by every update, before the weights change (Trax's tree_update stats). An update
+// asked for no statistics (with_stats = false) leaves the norms it did not compute NaN.
 struct OptimizerStats {
   double gradients_l2 = 0;  // global L2 norm of the gradients, before clipping
   double weights_l2 = 0;    // global L2 norm of the weights before the update
@@ -55,19 +56,24 @@ class Optimizer {
   // whose weight is not a contiguous float tensor, before anything is modified. A gradient
   // may be a non-contiguous view: it is then copied to contiguous memory (once for the norm,
   // once for the update), the one case in which an update allocates. A NaN norm never clips
-  // (the NaN reaches the weights either way, as in Trax).
-  OptimizerStats update(int64_t step, double learning_rate, const Tree& gradients, Tree& weights, Tree& slots) const;
+  // (the NaN reaches the weights either way, as in Trax). with_stats = false is for a caller
+  // that does not read the norms: the gradients' norm is then computed only when clipping needs
+  // it, and the weights' not at all (a pass over the gradients and a conversion per weight
+  // saved; the update is the same bits).
+  OptimizerStats update(int64_t step, double learning_rate, const Tree& gradients, Tree& weights, Tree& slots,
+                        bool with_stats = true) const;
 
   // The same update as one kernel that reads the step (an int64 tensor of one element) and the
   // learning rate (float64, one element) when it runs, so that a compiled plan (tensor/compile.h)
   // replays it with each call's values: the Trainer runs its optimizer inside the compiled step
-  // this way. Returns a float64 tensor [gradients_l2, weights_l2, clipped (0 or 1)]. The trees
+  // this way. Returns a float64 tensor [gradients_l2, weights_l2, clipped (0 or 1)] (with_stats
+  // as in update(): NaN for the norms not computed). The trees
   // are checked now, as by update(); the step and the rate are checked when the kernel runs (a
   // replay throws the same errors). Same bits as update(). The kernel keeps the trees' tensors
   // and calls this optimizer, which must outlive the plans that hold it. Requires
   // runs_in_plans() and CPU weights.
   Tensor update_from_tensors(const Tensor& step, const Tensor& learning_rate, const Tree& gradients, Tree& weights,
-                             Tree& slots) const;
+                             Tree& slots, bool with_stats = true) const;
   // True when update_weight only runs loops over the memory of the tensors it is given (no
   // tensor ops, no allocation), so that update_from_tensors may replay it as a kernel. The
   // optimizers here do; a subclass says so by overriding this (the Trainer otherwise runs its
@@ -97,12 +103,13 @@ class Optimizer {
   virtual void check_learning_rate(double /*learning_rate*/) const {}
   // Updates one weight and its slots. The gradient is to be multiplied by grad_scale (1, or
   // the clipping factor) inside the loop. Returns the sum of squares of the weight's values
-  // before the update (computed in the same pass, for OptimizerStats::weights_l2). update()
+  // before the update (computed in the same pass, for OptimizerStats::weights_l2); with
+  // sum_weights false nobody reads it, and an optimizer may skip it and return 0. update()
   // has checked everything first: the weight is a contiguous float32 or float64 tensor (on the
   // CPU, or on a GPU when supports_cuda()), the gradient is contiguous with its shape and dtype,
   // and the slots match num_slots/slot_shape and are contiguous.
   virtual double update_weight(int64_t step, double learning_rate, double grad_scale, const Tensor& gradient,
-                               Tensor& weight, std::vector<Tensor>& slots) const = 0;
+                               Tensor& weight, std::vector<Tensor>& slots, bool sum_weights) const = 0;
 
   // Throws ctrax::Error "<name>: <what> must be <rule>, got <value>" (hyperparameter checks
   // for the subclasses' constructors).
@@ -118,7 +125,7 @@ class Optimizer {
   // The checked update: the global norm, the clipping factor, one pass per weight. The slots of
   // the k-th weight (in leaf order) are slot_lists[k], or gathered from `slots` when null.
   OptimizerStats apply(int64_t step, double learning_rate, const Tree& gradients, Tree& weights, const Tree& slots,
-                       std::vector<std::vector<Tensor>>* slot_lists) const;
+                       std::vector<std::vector<Tensor>>* slot_lists, bool with_stats) const;
 };
 
 }  // namespace ctrax

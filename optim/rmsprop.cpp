@@ -26,8 +26,8 @@ size_t RMSProp::num_slots(const Tensor&) const { return 1; }
 Shape RMSProp::slot_shape(const Tensor& weight, size_t) const { return weight.shape(); }
 
 double RMSProp::update_weight(int64_t, double learning_rate, double grad_scale, const Tensor& gradient,
-                              Tensor& weight, std::vector<Tensor>& slots) const {
-  const kernels::RmsPropStep p{learning_rate, grad_scale, options_.gamma, options_.eps};
+                              Tensor& weight, std::vector<Tensor>& slots, bool sum_weights) const {
+  const kernels::RmsPropStep p{learning_rate, grad_scale, options_.gamma, options_.eps, sum_weights};
   const int64_t n = weight.numel();
   return optim_detail::run_step(weight, [&](auto tag, bool on_gpu) {
     using T = decltype(tag);

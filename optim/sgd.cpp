@@ -19,8 +19,8 @@ Shape SGD::slot_shape(const Tensor&, size_t index) const {
 }
 
 double SGD::update_weight(int64_t, double learning_rate, double grad_scale, const Tensor& gradient, Tensor& weight,
-                          std::vector<Tensor>&) const {
-  const kernels::SgdStep p{learning_rate, grad_scale};
+                          std::vector<Tensor>&, bool sum_weights) const {
+  const kernels::SgdStep p{learning_rate, grad_scale, sum_weights};
   return optim_detail::run_step(weight, [&](auto tag, bool on_gpu) {
     using T = decltype(tag);
     const T* g = gradient.device_data<T>();

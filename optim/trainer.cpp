@@ -306,7 +306,7 @@ std::vector<Tensor> Trainer::step_function(const std::vector<Tensor>& inputs, Ke
   }
   if (step_updates_) {
     out.push_back(options_.optimizer->update_from_tensors(inputs[inputs.size() - 2], inputs.back(), result.grad,
-                                                          weights_, slots_));
+                                                          weights_, slots_, step_stats_));
   }
   return out;
 }
@@ -375,6 +375,7 @@ Metrics Trainer::train_step(const Batch& batch, bool with_metrics) {
   for (const Tensor& t : state_.leaves()) inputs.push_back(t);
   const bool logged = step_ % options_.log_every_steps == 0 && (with_metrics || !sinks_.empty());
   step_metrics_ = logged && !options_.metrics.empty();
+  step_stats_ = logged;  // the optimizer's norms only for a row that is read
   step_updates_ = update_in_step();
   if (step_updates_) {
     step_input_.data<int64_t>()[0] = step_;
@@ -383,9 +384,10 @@ Metrics Trainer::train_step(const Batch& batch, bool with_metrics) {
     inputs.push_back(learning_rate_input_);
   }
   // The step's key is the call's key: a plan's dropout and other draws use each step's own.
-  // Steps with and without metrics are separate plans.
-  const std::vector<Tensor>& out = compiled_step_(
-      inputs, keys.second, {weights_generation_, step_metrics_ ? 1u : 0u, step_updates_ ? 1u : 0u});
+  // Steps with and without metrics (or the optimizer's norms) are separate plans.
+  const unsigned outputs = (step_metrics_ ? 1u : 0u) | (step_stats_ ? 2u : 0u);
+  const std::vector<Tensor>& out =
+      compiled_step_(inputs, keys.second, {weights_generation_, outputs, step_updates_ ? 1u : 0u});
   const std::span<const Tensor> results(out);
   const size_t n_grads = step_updates_ ? 0 : weights_.num_leaves();
   const size_t n_state = new_state_structure_.num_leaves();
@@ -398,7 +400,7 @@ Metrics Trainer::train_step(const Batch& batch, bool with_metrics) {
   } else {
     Tree gradients = weights_.with_leaves(results.subspan(1, n_grads));
     if (options_.communicator && options_.communicator->size() > 1) gradients = averaged_over_ranks(gradients);
-    stats = options_.optimizer->update(step_, learning_rate, gradients, weights_, slots_);
+    stats = options_.optimizer->update(step_, learning_rate, gradients, weights_, slots_, logged);
   }
   // The plan's next call, with any signature, may rewrite its output buffers: the state is kept
   // in tensors of the Trainer's own (in place after the first step).
@@ -411,9 +413,9 @@ Metrics Trainer::train_step(const Batch& batch, bool with_metrics) {
   Metrics row;
   row["loss"] = loss;
   row["learning_rate"] = learning_rate;
-  row["gradients_l2"] = stats.gradients_l2;
-  row["weights_l2"] = stats.weights_l2;
   if (logged) {
+    row["gradients_l2"] = stats.gradients_l2;
+    row["weights_l2"] = stats.weights_l2;
     for (const auto& [name, value] : metrics_of(results.subspan(first_metric, step_metrics_ ? options_.metrics.size() : 0)))
       row[name] = value;
     log(step_, "train", row);

@@ -94,8 +94,8 @@ class Trainer {
   // One training step on the given batch (for trainers that make their own batches).
   // with_metrics = false skips the metric layers unless the row goes to a sink this step: a
   // caller that reads only the last of many steps' metrics (the RL agents) saves their cost
-  // (for PPO on CartPole about a fifth of a step). The row then holds loss, learning_rate,
-  // gradients_l2 and weights_l2 only.
+  // (for PPO on CartPole about a fifth of a step), and the optimizer's norms: the row then holds
+  // loss and learning_rate only. A logged step's row also has gradients_l2 and weights_l2.
   Metrics train_step(const Batch& batch, bool with_metrics = true);
   // n_steps training steps, then evaluation and a checkpoint (see above). Returns the metrics
   // of the last training step.
@@ -202,6 +202,7 @@ class Trainer {
   size_t n_model_outputs_ = 0;       // leaves of the model's outputs, set by loss_and_gradients
   bool step_metrics_ = false;        // read by step_function: this step also computes the metrics
   bool step_updates_ = false;        // read by step_function: this step also updates the weights
+  bool step_stats_ = false;          // read by step_function: the update reports its norms (a logged step)
   uint64_t update_checked_generation_ = ~uint64_t{0};  // update_in_step's cache
   bool update_in_step_ = false;
   Tensor step_input_;                // int64 scalar: the step, an input of step_function

@@ -180,7 +180,7 @@ namespace ctrax::kernels::cuda {
 
 // Bumped whenever the table's layout or a row's signature changes: the loader refuses a
 // module of another version (a libctrax_cuda.so left over from an older build).
-inline constexpr int kModuleAbiVersion = 2;
+inline constexpr int kModuleAbiVersion = 3;
 
 struct ModuleTable {
   int abi_version = 0;

@@ -436,8 +436,9 @@ Metrics ActorCriticAgent::train_rollout_epoch() {
   const Tensor targets = (rollout.value_targets() * scale).to(DType::float32);
   const Tensor old_values = (rollout.old_values() * scale).to(DType::float32);
 
-  // Metric sums and counts: the policy's loss rows every step (its metrics too with a target
-  // KL, which needs them), the value network's metrics on each pass's last minibatch (every step too with a target KL).
+  // Metric sums and counts: the loss and learning rate every step; the metrics and the
+  // optimizer's norms on each pass's last minibatch (every step with a target KL, which needs
+  // the policy's KL), for both networks.
   std::map<std::string, std::pair<double, int64_t>> sums;
   auto add = [&sums](const std::string& prefix, const Metrics& m) {
     for (const auto& [name, value] : m) {

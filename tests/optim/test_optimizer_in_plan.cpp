@@ -3,6 +3,7 @@
 // Trainer's fallback for an optimizer that does not run in plans.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -80,6 +81,58 @@ TEST_CASE("update_from_tensors replayed in a plan equals update() bit for bit, w
   }
 }
 
+// with_stats = false: the same weights and slots bit for bit, the norms not computed (NaN),
+// except the gradients' norm where clipping needs it (Adam here clips at 2); in a plan too.
+TEST_CASE("update() and update_from_tensors without statistics update the same bits and leave the norms NaN") {
+  for (const auto& opt : every_optimizer()) {
+    for (DType dtype : {DType::float32, DType::float64}) {
+      INFO(opt->name(), " ", dtype_name(dtype));
+      Tree ref_w = weights_of(dtype, 1), host_w = weights_of(dtype, 1), plan_w = weights_of(dtype, 1);
+      Tree ref_s = opt->init(ref_w), host_s = opt->init(host_w), plan_s = opt->init(plan_w);
+      const Tree structure = ref_w;
+      CompiledFunction step([&](const std::vector<Tensor>& in) {
+        const Tree grads = structure.with_leaves(std::span<const Tensor>(in).first(in.size() - 2));
+        return std::vector<Tensor>{
+            opt->update_from_tensors(in[in.size() - 2], in.back(), grads, plan_w, plan_s, /*with_stats=*/false)};
+      });
+      const Tensor step_input = zeros({}, DType::int64), rate_input = zeros({}, DType::float64);
+      const bool clips = opt->clip_grad_norm().has_value();
+      bool clipped_once = false;
+      for (int t = 0; t < 4; ++t) {
+        std::vector<Tensor> grads;
+        for (const Tensor& w : ref_w.leaves())
+          grads.push_back(mul(test::random_tensor(w.shape(), dtype, 200 + t), 1.0 + t));  // the norm grows past 2
+        const Tree g = structure.with_leaves(grads);
+        const OptimizerStats ref = opt->update(t, 0.05, g, ref_w, ref_s);
+        const OptimizerStats host = opt->update(t, 0.05, g, host_w, host_s, /*with_stats=*/false);
+        step_input.data<int64_t>()[0] = t;
+        rate_input.data<double>()[0] = 0.05;
+        std::vector<Tensor> inputs = grads;
+        inputs.push_back(step_input);
+        inputs.push_back(rate_input);
+        const std::vector<double> planned = step(inputs)[0].to_vector<double>();
+        CHECK(same_bits(ref_w, host_w));
+        CHECK(same_bits(ref_s, host_s));
+        CHECK(same_bits(ref_w, plan_w));
+        CHECK(same_bits(ref_s, plan_s));
+        CHECK(std::isnan(host.weights_l2));
+        CHECK(std::isnan(planned[1]));
+        if (clips) {  // clipping needs the norm, so it is there
+          CHECK(host.gradients_l2 == ref.gradients_l2);
+          CHECK(planned[0] == ref.gradients_l2);
+        } else {
+          CHECK(std::isnan(host.gradients_l2));
+          CHECK(std::isnan(planned[0]));
+        }
+        CHECK(host.clipped == ref.clipped);
+        CHECK(planned[2] == (ref.clipped ? 1.0 : 0.0));
+        clipped_once = clipped_once || ref.clipped;
+      }
+      CHECK(clipped_once == clips);
+    }
+  }
+}
+
 TEST_CASE("update_from_tensors checks its inputs now and the step and rate on every replay") {
   Adam adam;
   Tree w = weights_of(DType::float32, 3), s = adam.init(w);
@@ -118,7 +171,7 @@ class UserSgd final : public Optimizer {
  protected:
   std::vector<Tensor> init_slots(const Tensor&) const override { return {}; }
   double update_weight(int64_t, double learning_rate, double grad_scale, const Tensor& gradient, Tensor& weight,
-                       std::vector<Tensor>&) const override {
+                       std::vector<Tensor>&, bool) const override {
     const float lr = static_cast<float>(learning_rate), gs = static_cast<float>(grad_scale);
     const float* g = gradient.data<float>();
     float* w = weight.data<float>();

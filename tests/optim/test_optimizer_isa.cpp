@@ -43,8 +43,9 @@ struct Outputs {
   std::vector<double> sums;
 };
 
+// sum_weights false: the one-pass steps (sums 1 to 5) skip the weights' sum of squares.
 template <typename T>
-Outputs<T> run_all(int64_t batch, int64_t rows, int64_t cols) {
+Outputs<T> run_all(int64_t batch, int64_t rows, int64_t cols, bool sum_weights = true) {
   const size_t n = static_cast<size_t>(batch * rows * cols);
   const std::vector<T> g = values<T>(n, 1, -2, 2);
   Outputs<T> out;
@@ -55,26 +56,26 @@ Outputs<T> run_all(int64_t batch, int64_t rows, int64_t cols) {
   out.sums.push_back(k::sum_of_squares(g.data(), len));
   {
     auto w = fresh(2, -1, 1);
-    out.sums.push_back(k::sgd_step({0.1, 0.7}, g.data(), w.data(), len));
+    out.sums.push_back(k::sgd_step({0.1, 0.7, sum_weights}, g.data(), w.data(), len));
     keep(w);
   }
   for (bool nesterov : {true, false}) {
     auto w = fresh(3, -1, 1), v = fresh(4, -1, 1);
-    out.sums.push_back(k::momentum_step({0.05, 1.0, 0.9, 0.99, nesterov}, g.data(), w.data(), v.data(), len));
+    out.sums.push_back(k::momentum_step({0.05, 1.0, 0.9, 0.99, nesterov, sum_weights}, g.data(), w.data(), v.data(), len));
     keep(w);
     keep(v);
   }
   {
     auto w = fresh(5, -1, 1), m = fresh(6, -1, 1), v = fresh(7, 0, 1);
-    out.sums.push_back(k::adam_step({0.01 / 0.19, 0.5, 0.9, 0.999, 1 / std::sqrt(0.002), 1e-5, 0.99999}, g.data(),
-                                    w.data(), m.data(), v.data(), len));
+    out.sums.push_back(k::adam_step({0.01 / 0.19, 0.5, 0.9, 0.999, 1 / std::sqrt(0.002), 1e-5, 0.99999, sum_weights},
+                                    g.data(), w.data(), m.data(), v.data(), len));
     keep(w);
     keep(m);
     keep(v);
   }
   {
     auto w = fresh(8, -1, 1), a = fresh(9, 0, 1);
-    out.sums.push_back(k::rmsprop_step({0.01, 1.0, 0.9, 1e-8}, g.data(), w.data(), a.data(), len));
+    out.sums.push_back(k::rmsprop_step({0.01, 1.0, 0.9, 1e-8, sum_weights}, g.data(), w.data(), a.data(), len));
     keep(w);
     keep(a);
   }
@@ -151,4 +152,33 @@ TEST_CASE("Optimizer sums of squares are exact on small integers and zero for em
   const std::vector<float> xf(x.begin(), x.end());
   CHECK(k::sum_of_squares(xf.data(), static_cast<int64_t>(xf.size())) == expected);
   CHECK(k::sum_of_squares(xf.data(), 0) == 0.0);
+}
+
+TEST_CASE("Optimizer loops without the weights' sum update the same bits and return 0") {
+  IsaGuard guard;
+  const auto check = [](auto tag) {
+    using T = decltype(tag);
+    for (const int64_t n : {1, 16, 17, 100, 1000}) {
+      INFO("n " << n);
+      k::force_optimizer_isa(ElementwiseIsa::portable);
+      const Outputs<T> ref = run_all<T>(1, 1, n);
+      for (ElementwiseIsa isa : {ElementwiseIsa::portable, ElementwiseIsa::avx2, ElementwiseIsa::avx512}) {
+        if (!k::elementwise_isa_supported(isa)) continue;
+        INFO("isa " << std::string(k::elementwise_isa_name(isa)));
+        k::force_optimizer_isa(isa);
+        const Outputs<T> got = run_all<T>(1, 1, n, false);
+        REQUIRE(got.arrays.size() == ref.arrays.size());
+        for (size_t i = 0; i < ref.arrays.size(); ++i) CHECK(same_bits(got.arrays[i], ref.arrays[i]));
+        CHECK(got.sums[0] == ref.sums[0]);  // sum_of_squares itself
+        for (size_t i = 1; i <= 5; ++i) {
+          INFO("sum " << i);
+          CHECK(ref.sums[i] > 0);
+          CHECK(got.sums[i] == 0.0);
+        }
+        for (size_t i = 6; i < ref.sums.size(); ++i) CHECK(got.sums[i] == ref.sums[i]);  // Adafactor's
+      }
+    }
+  };
+  check(float{});
+  check(double{});
 }

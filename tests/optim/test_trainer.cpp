@@ -198,6 +198,27 @@ TEST_CASE("Trainer reports the learning rate and the optimizer norms per step") 
   }
 }
 
+TEST_CASE("Trainer computes the optimizer's norms only for rows that are read, and trains the same bits either way") {
+  for (const bool compile : {true, false}) {
+    INFO("compile " << compile);
+    TrainerOptions o = classifier_options(class_stream(16));
+    o.compile = compile;
+    o.optimizer = std::make_shared<Adam>(AdamOptions{.learning_rate = 0.01});
+    Trainer logged(o), quiet(o);
+    for (int i = 0; i < 4; ++i) {
+      const Metrics a = logged.train_step(true), b = quiet.train_step(false);
+      CHECK(a.at("gradients_l2") > 0);
+      CHECK(a.at("weights_l2") > 0);
+      CHECK(b.count("gradients_l2") == 0);
+      CHECK(b.count("weights_l2") == 0);
+      CHECK(b.at("loss") == a.at("loss"));
+      CHECK(b.at("learning_rate") == a.at("learning_rate"));
+    }
+    CHECK(bitwise_equal(logged.weights(), quiet.weights()));
+    CHECK(bitwise_equal(logged.slots(), quiet.slots()));
+  }
+}
+
 TEST_CASE("Trainer masks targets equal to id_to_mask and multiplies given weights") {
   // Batch: inputs, targets with some zeros (padding), weights.
   const Tensor x = normal(Key(3), {6, 4});
