@@ -40,7 +40,9 @@ inline void small_k_vector(const SmallKArgs<typename Vec::T>& s, const typename 
     V acc = Vec::zero();
 #pragma GCC unroll 4
     for (int p = 0; p < K; ++p) acc = Vec::fma(a[r][p], b[p], acc);
-    V x = Vec::mul(alpha, acc);
+    // alpha = 1 (every layer's product) needs no multiply: acc * 1 is acc, bit for bit (acc comes
+    // from an FMA, so it is never a signalling NaN).
+    V x = s.alpha == T(1) ? acc : Vec::mul(alpha, acc);
     if (read_c) x = Vec::fma(alpha, acc, Vec::mul(beta, load(out)));
     if constexpr (kBias) x = Vec::add(x, bias);
     if constexpr (kRelu) x = Vec::relu(x);

