@@ -8,6 +8,8 @@
 // are never reached there.
 #include "random.h"
 
+#include <algorithm>
+#include <array>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -17,7 +19,10 @@
 
 #include "../kernels/cuda/random.h"
 #include "../kernels/parallel.h"
+#include "ops.h"
 #include "plan.h"
+#include "strided_loop.h"
+#include "trace.h"
 #include "cuda_arg.h"
 
 namespace ctrax {
@@ -336,6 +341,56 @@ Tensor uniform(Key key, const Shape& shape, DType dtype, double lo, double hi, D
   return out;
 }
 
+namespace {
+
+// The byte step between consecutive elements (in row-major order) of an operand with these
+// byte strides at `shape`, when it has one (one evenly spaced run); nullopt otherwise.
+std::optional<int64_t> flat_byte_step(const Shape& shape, const Shape& byte_strides) {
+  std::optional<int64_t> step;
+  int64_t span = 1;  // elements spanned by the dimensions after d
+  for (int d = shape.rank() - 1; d >= 0; --d) {
+    if (shape[d] == 1) continue;
+    if (!step) step = byte_strides[d];
+    else if (byte_strides[d] != *step * span) return std::nullopt;
+    span *= shape[d];
+  }
+  return step.value_or(0);
+}
+
+// Elements [begin, end) of normal(k, ..., mean, stddev) into out[0 .. end - begin): one
+// logarithm and one sine-cosine per pair; a range may start or end in the middle of a pair, and
+// then that element alone is written (the same value either way).
+template <typename T>
+void normal_range(Key k, int64_t begin, int64_t end, double mean, double stddev, T* out) {
+  constexpr double kTwoPi = 6.283185307179586476925286766559;
+  SampleBits bits(k);
+  T* data = out - begin;
+  for (int64_t i = begin; i < end;) {
+    const uint64_t pair = static_cast<uint64_t>(i) / 2;
+    double u1, u2;  // u1 in (0, 1], u2 in [0, 1)
+    if constexpr (std::is_same_v<T, float>) {
+      u1 = (static_cast<double>(bits.word32(2 * pair)) + 1.0) * two_pow_minus(32);
+      u2 = top_bits_unit(bits.word32(2 * pair + 1), 32, 32);
+    } else {
+      u1 = (static_cast<double>(bits.word64(2 * pair) >> 11) + 1.0) * two_pow_minus(53);
+      u2 = top_bits_unit(bits.word64(2 * pair + 1), 64, 53);
+    }
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    const double angle = kTwoPi * u2;
+    if (i % 2 == 1) {
+      data[i++] = narrow_float<T>(mean + stddev * (r * std::sin(angle)));
+    } else if (i + 1 == end) {
+      data[i++] = narrow_float<T>(mean + stddev * (r * std::cos(angle)));
+    } else {
+      data[i] = narrow_float<T>(mean + stddev * (r * std::cos(angle)));
+      data[i + 1] = narrow_float<T>(mean + stddev * (r * std::sin(angle)));
+      i += 2;
+    }
+  }
+}
+
+}  // namespace
+
 Tensor normal(Key key, const Shape& shape, DType dtype, double mean, double stddev, Device device) {
   require_valid_shape(shape, "normal");
   CTRAX_REQUIRE(is_floating(dtype), "normal: dtype ", dtype, " is not floating (expected float32 or float64)");
@@ -349,40 +404,74 @@ Tensor normal(Key key, const Shape& shape, DType dtype, double mean, double stdd
                                                  out.numel(), mean, stddev);
     return out;
   }
-  constexpr double kTwoPi = 6.283185307179586476925286766559;
   const KeySource source(key, "normal");
   dispatch_floating(dtype, [&](auto tag) {
     using T = decltype(tag);
     detail::KernelScope scope;
     run_sampler(source, [data = out.data<T>(), n = out.numel(), mean, stddev](Key k) {
-      fill_elements(n, [&](int64_t begin, int64_t end) {
-        SampleBits bits(k);
-        // One logarithm and one sine-cosine per pair: a range may start or end in the middle of
-        // a pair, and then that element alone is written (the same value either way).
-        for (int64_t i = begin; i < end;) {
-          const uint64_t pair = static_cast<uint64_t>(i) / 2;
-          double u1, u2;  // u1 in (0, 1], u2 in [0, 1)
-          if constexpr (std::is_same_v<T, float>) {
-            u1 = (static_cast<double>(bits.word32(2 * pair)) + 1.0) * two_pow_minus(32);
-            u2 = top_bits_unit(bits.word32(2 * pair + 1), 32, 32);
-          } else {
-            u1 = (static_cast<double>(bits.word64(2 * pair) >> 11) + 1.0) * two_pow_minus(53);
-            u2 = top_bits_unit(bits.word64(2 * pair + 1), 64, 53);
-          }
-          const double r = std::sqrt(-2.0 * std::log(u1));
-          const double angle = kTwoPi * u2;
-          if (i % 2 == 1) {
-            data[i++] = narrow_float<T>(mean + stddev * (r * std::sin(angle)));
-          } else if (i + 1 == end) {
-            data[i++] = narrow_float<T>(mean + stddev * (r * std::cos(angle)));
-          } else {
-            data[i] = narrow_float<T>(mean + stddev * (r * std::cos(angle)));
-            data[i + 1] = narrow_float<T>(mean + stddev * (r * std::sin(angle)));
-            i += 2;
-          }
-        }
-      });
+      fill_elements(n, [&](int64_t begin, int64_t end) { normal_range(k, begin, end, mean, stddev, data + begin); });
     });
+  });
+  return out;
+}
+
+Tensor normal(Key key, const Tensor& mean, const Tensor& stddev) {
+  require_defined_tensor(mean, "normal", "mean");
+  require_defined_tensor(stddev, "normal", "stddev");
+  CTRAX_REQUIRE(is_floating(mean.dtype()) && stddev.dtype() == mean.dtype(), "normal: mean (", mean.dtype(),
+                ") and stddev (", stddev.dtype(), ") must be float tensors of one dtype");
+  CTRAX_REQUIRE(stddev.shape() == mean.shape(), "normal: stddev of shape ", stddev.shape(),
+                " does not match mean of shape ", mean.shape());
+  CTRAX_REQUIRE(stddev.device() == mean.device(), "normal: mean is on ", mean.device(), " but stddev on ",
+                stddev.device());
+  CTRAX_REQUIRE(!detail::is_traced(mean) && !detail::is_traced(stddev),
+                "normal(key, mean, stddev) is not differentiable, and autodiff traces its ",
+                detail::is_traced(mean) ? "mean" : "stddev",
+                "; write add(mean, mul(stddev, normal(key, shape))) for a reparameterised sample, or "
+                "stop_gradient the parameters");
+  if (!mean.device().is_cpu())
+    return add(mean, mul(stddev, normal(key, mean.shape(), mean.dtype()).to(mean.device())));
+  Tensor out(mean.shape(), mean.dtype());
+  const KeySource source(key, "normal");
+  dispatch_floating(mean.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    detail::KernelScope scope;
+    const Shape& shape = out.shape();
+    std::array<char*, 3> base{static_cast<char*>(out.raw_data()), static_cast<char*>(mean.raw_data()),
+                              static_cast<char*>(stddev.raw_data())};
+    std::array<Shape, 3> strides{contiguous_strides(shape), detail::broadcast_byte_strides(mean, shape),
+                                 detail::broadcast_byte_strides(stddev, shape)};
+    for (int d = 0; d < shape.rank(); ++d) strides[0][d] *= static_cast<int64_t>(sizeof(T));
+    // A run of n elements from flat index `first`: z for up to 64 at a time, then the product
+    // and the sum in T, each rounded as mul and add round them (separate statements, and no FMA
+    // in this file's code).
+    const auto run = [](Key k, int64_t first, std::array<char*, 3> p, std::array<int64_t, 3> st, int64_t n) {
+      T z[64];
+      for (int64_t done = 0; done < n; done += 64) {
+        const int64_t len = std::min<int64_t>(64, n - done);
+        normal_range(k, first + done, first + done + len, 0.0, 1.0, z);
+        for (int64_t j = 0; j < len; ++j) {
+          const int64_t i = done + j;
+          const T spread = *reinterpret_cast<const T*>(p[2] + i * st[2]) * z[j];
+          reinterpret_cast<T*>(p[0])[i] = *reinterpret_cast<const T*>(p[1] + i * st[1]) + spread;
+        }
+      }
+    };
+    // Parameters that are each one evenly spaced run (a policy's [B, 1] slice of its outputs) are
+    // read directly; others go through strided_loop, in row-major order over the contiguous
+    // output, so that a run's first element is its flat index.
+    const std::optional<int64_t> mean_step = flat_byte_step(shape, strides[1]);
+    const std::optional<int64_t> std_step = flat_byte_step(shape, strides[2]);
+    if (mean_step && std_step) {
+      run_sampler(source, [run, base, st = std::array<int64_t, 3>{sizeof(T), *mean_step, *std_step},
+                           n = shape.numel()](Key k) { run(k, 0, base, st, n); });
+    } else {
+      run_sampler(source, [run, shape, base, strides](Key k) {
+        detail::strided_loop<3>(shape, base, strides, [&](std::array<char*, 3> p, std::array<int64_t, 3> st, int64_t n) {
+          run(k, (p[0] - base[0]) / static_cast<int64_t>(sizeof(T)), p, st, n);
+        });
+      });
+    }
   });
   return out;
 }

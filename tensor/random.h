@@ -103,6 +103,15 @@ Tensor uniform(Key key, const Shape& shape, DType dtype = DType::float32, double
 // uniforms (tails reach 6.6 sigma), float64 53-bit ones (8.6 sigma). stddev >= 0, both finite.
 Tensor normal(Key key, const Shape& shape, DType dtype = DType::float32, double mean = 0.0, double stddev = 1.0,
               Device device = Device::cpu());
+// Per-element parameters (torch.normal(mean, std)): x = mean + stddev z, z = normal(key,
+// mean.shape(), mean.dtype()) and the product and sum rounded in that dtype, so the value of
+// add(mean, mul(stddev, normal(key, mean.shape(), mean.dtype()))) bit for bit, in one kernel (a
+// Gaussian policy samples its actions this way every step). mean and stddev: float tensors of one
+// dtype, shape and device (any strides); stddev is not checked (a negative one mirrors the draw,
+// NaN gives NaN, as the formula does). Not differentiable: it throws when autodiff traces either
+// input (reparameterised sampling is that formula written with add and mul). On a GPU z is drawn
+// on the CPU and moved, as Gaussian sampling does.
+Tensor normal(Key key, const Tensor& mean, const Tensor& stddev);
 
 // Bool tensor, true with probability p: element i is (u_i < p) with u_i = w_i * 2^-32 from
 // one 32-bit word, so p = 0 never and p = 1 always gives true. p in [0, 1].

@@ -232,13 +232,16 @@ Tensor Gaussian::sample(const Tensor& inputs, Key key, double temperature) const
   // Greedy: the mean, without the standard deviation (a learned one costs a softplus every step).
   if (temperature == 0.0) return fresh_copy(mean_of(inputs, lead, shape_), sample_dtype());
   const auto [mean, stdev] = mean_and_std(inputs);
-  // x = mean + T sigma z with z ~ N(0, 1): N(mean, (T sigma)^2).
-  // Drawn on the CPU (the same numbers wherever the inputs live), then moved to them.
-  const Tensor z = normal(key, mean.shape(), mean.dtype()).to(mean.device());
-  // At temperature 1 the multiplication would be exact (x * 1 = x): one kernel less per step.
-  // add() makes a fresh tensor, so only a dtype conversion is left to do.
-  const Tensor spread = mul(stdev, z);
-  const Tensor x = add(mean, temperature == 1.0 ? spread : mul(spread, temperature));
+  // x = mean + T sigma z with z ~ N(0, 1): N(mean, (T sigma)^2), z drawn on the CPU (the same
+  // numbers wherever the inputs live). At temperature 1 (every collection step) the tensor
+  // normal() computes mean + sigma z in one kernel, the same bits as the three below.
+  Tensor x;
+  if (temperature == 1.0) {
+    x = normal(key, mean, stdev);
+  } else {
+    const Tensor z = normal(key, mean.shape(), mean.dtype()).to(mean.device());
+    x = add(mean, mul(mul(stdev, z), temperature));
+  }
   return x.dtype() == sample_dtype() ? x : x.to(sample_dtype());
 }
 

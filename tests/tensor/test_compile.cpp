@@ -141,7 +141,8 @@ TEST_CASE("compile: draws from the call's key replay with each call's key, bit f
                                categorical(key, logits, -1, Shape{4, 2}),
                                randint(fold_in(key, 3), {7}, -5, 9),
                                permutation(fold_in(key, 4), 6),
-                               normal(key, {3}, DType::float64, 1.0, 2.0)};
+                               normal(key, {3}, DType::float64, 1.0, 2.0),
+                               normal(fold_in(key, 5), in[0].slice(1, 1, 2), abs(in[0].slice(1, 2, 3)))};
   };
   LogCapture log;
   CompiledFunction f(draws, CompileOptions{"draws"});

@@ -2,6 +2,7 @@
 // answers, key derivation, the documented counter layout, determinism and independence from
 // the thread count, statistical sanity with fixed keys and loose (5 sigma) bounds, ranges
 // and errors. Random functions are not ops of op_list.h, so nothing is declared tested here.
+#include <ctrax/autograd/grad.h>
 #include <ctrax/kernels/parallel.h>
 #include <ctrax/tensor/random.h>
 
@@ -252,6 +253,57 @@ TEST_CASE("random: uniform and normal moments") {
   }
   // stddev 0 gives the mean exactly
   for (double x : normal(Key(1), {10}, DType::float64, 1.5, 0.0).to_vector<double>()) CHECK(x == 1.5);
+}
+
+// normal(key, mean, stddev) is add(mean, mul(stddev, normal(key, shape, dtype))) bit for bit: both
+// dtypes, parameters that are one evenly spaced run (a slice of a policy's outputs) or not (an
+// expanded or transposed view), more than one chunk of 64, and a rank-0 draw.
+TEST_CASE("random: normal with tensor parameters equals mean + stddev z bit for bit, for every layout") {
+  for (const DType dtype : {DType::float32, DType::float64}) {
+    INFO(dtype_name(dtype));
+    const Tensor outputs = test::random_tensor({300, 2}, dtype, 1, -2.0, 2.0);
+    const Tensor wide = test::random_tensor({5, 3}, dtype, 2, 0.1, 2.0);
+    struct Case {
+      Tensor mean, stddev;
+    };
+    const std::vector<Case> cases = {
+        {outputs.slice(1, 0, 1), abs(outputs.slice(1, 1, 2))},                              // strided [300, 1]
+        {test::random_tensor({7}, dtype, 3), test::random_tensor({7}, dtype, 4, 0.5, 1.5)},  // contiguous
+        {wide.transpose(0, 1), wide.transpose(0, 1)},                                       // transposed [3, 5]
+        {test::random_tensor({3, 5}, dtype, 5), test::random_tensor({3, 1}, dtype, 6, 0.5, 1.0).expand({3, 5})},
+        {full({}, 2.0, dtype), full({}, 0.5, dtype)},                                       // rank 0
+        {zeros({0, 3}, dtype), zeros({0, 3}, dtype)},                                       // empty
+    };
+    for (size_t c = 0; c < cases.size(); ++c) {
+      INFO("case " << c);
+      const Key key = fold_in(Key(21), c);
+      const Tensor& m = cases[c].mean;
+      const Tensor& s = cases[c].stddev;
+      const Tensor got = normal(key, m, s);
+      const Tensor want = add(m, mul(s, normal(key, m.shape(), dtype)));
+      CHECK(got.shape() == m.shape());
+      CHECK(got.dtype() == dtype);
+      CHECK(test::bitwise_equal(got, want));
+    }
+  }
+  // The thread count changes nothing.
+  ThreadCountGuard threads;
+  const Tensor m = test::random_tensor({4000}, DType::float32, 7), s = test::random_tensor({4000}, DType::float32, 8);
+  const Tensor one = normal(Key(3), m.expand({2, 4000}), s.expand({2, 4000}));
+  kernels::set_num_threads(2);
+  const Tensor two = normal(Key(3), m.expand({2, 4000}), s.expand({2, 4000}));
+  kernels::set_num_threads(1);
+  CHECK(test::bitwise_equal(one, two));
+  CHECK(test::bitwise_equal(one, add(m, mul(s, normal(Key(3), {2, 4000})))));
+  // Bad arguments.
+  const Tensor f32 = zeros({3}), f64 = zeros({3}, DType::float64);
+  check_error([&] { normal(Key(1), f32, f64); }, {"normal: mean (float32) and stddev (float64) must be float tensors"});
+  check_error([&] { normal(Key(1), zeros({3}, DType::int64), zeros({3}, DType::int64)); }, {"must be float tensors"});
+  check_error([&] { normal(Key(1), f32, zeros({4})); }, {"normal: stddev of shape [4] does not match mean of shape [3]"});
+  check_error([&] { normal(Key(1), Tensor(), f32); }, {"normal: mean is an undefined tensor"});
+  // Not differentiable: a traced parameter is refused.
+  check_error([&] { value_and_grad([&](const Tensor& x) { return sum(normal(Key(1), x, ones({3}))); })(f32); },
+              {"normal(key, mean, stddev) is not differentiable", "its mean"});
 }
 
 TEST_CASE("random: bernoulli frequencies, scalar and broadcast tensor probabilities") {
