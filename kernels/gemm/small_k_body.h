@@ -21,32 +21,48 @@
 // What it is not for: k > kSmallKMax (the register tile), C of at most kNarrowMaxCols columns
 // (narrow_body.h), or inclusion anywhere but a microkernel_<n>_<isa>.cpp.
 
+// The fields one row group reads, copied out of SmallKArgs before its first store: the stores
+// go through may_alias vector types, so the compiler would otherwise reload c, ldc and alpha
+// from the argument struct after every row's store (measured on Zen 4: about a third of the
+// k = 3 product's time).
+template <typename T>
+struct SmallKRows {
+  const T* b;
+  int64_t ldb;
+  T* c;            // row i of C
+  int64_t ldc;
+  const T* bias;   // null: none
+  const T* mask;   // row i of the mask; null: none
+  bool alpha_one;  // alpha == 1: no multiply (acc * 1 is acc; acc comes from an FMA, so it is
+                   // never a signalling NaN)
+  bool read_c;     // beta != 0
+};
+
 // One vector of columns j .. j + W - 1 (the first `lanes` of them when partial) in R rows of C
-// starting at row i: op(B)'s K vectors are loaded once for the R rows.
+// starting at the group's first row: op(B)'s K vectors are loaded once for the R rows.
 template <class Vec, int R, int K, bool kBias, bool kRelu, bool kMask, bool kPartial>
-inline void small_k_vector(const SmallKArgs<typename Vec::T>& s, const typename Vec::V (*a)[K], int64_t i, int64_t j,
-                           typename Vec::Mask lanes, typename Vec::V alpha, typename Vec::V beta, bool read_c) {
+[[gnu::always_inline]] inline void small_k_vector(const SmallKRows<typename Vec::T>& g,
+                                                  const typename Vec::V (*a)[K], int64_t j, typename Vec::Mask lanes,
+                                                  typename Vec::V alpha, typename Vec::V beta) {
   using T = typename Vec::T;
   using V = typename Vec::V;
   const auto load = [lanes](const T* p) { return kPartial ? Vec::load_masked(p, lanes) : Vec::load(p); };
   V b[K];
 #pragma GCC unroll 4
-  for (int p = 0; p < K; ++p) b[p] = load(s.b + p * s.ldb + j);
+  for (int p = 0; p < K; ++p) b[p] = load(g.b + p * g.ldb + j);
   V bias{};
-  if constexpr (kBias) bias = load(s.bias + j);
+  if constexpr (kBias) bias = load(g.bias + j);
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
-    T* out = s.c + (i + r) * s.ldc + j;
+    T* out = g.c + r * g.ldc + j;
     V acc = Vec::zero();
 #pragma GCC unroll 4
     for (int p = 0; p < K; ++p) acc = Vec::fma(a[r][p], b[p], acc);
-    // alpha = 1 (every layer's product) needs no multiply: acc * 1 is acc, bit for bit (acc comes
-    // from an FMA, so it is never a signalling NaN).
-    V x = s.alpha == T(1) ? acc : Vec::mul(alpha, acc);
-    if (read_c) x = Vec::fma(alpha, acc, Vec::mul(beta, load(out)));
+    V x = g.alpha_one ? acc : Vec::mul(alpha, acc);
+    if (g.read_c) x = Vec::fma(alpha, acc, Vec::mul(beta, load(out)));
     if constexpr (kBias) x = Vec::add(x, bias);
     if constexpr (kRelu) x = Vec::relu(x);
-    if constexpr (kMask) x = Vec::where_positive(load(s.mask + (i + r) * s.ldc + j), x);
+    if constexpr (kMask) x = Vec::where_positive(load(g.mask + r * g.ldc + j), x);
     if constexpr (kPartial)
       Vec::store_masked(out, lanes, x);
     else
@@ -58,15 +74,18 @@ inline void small_k_vector(const SmallKArgs<typename Vec::T>& s, const typename 
 template <class Vec, int R, int K, bool kBias, bool kRelu, bool kMask>
 inline void small_k_row_group(const SmallKArgs<typename Vec::T>& s, int64_t i, int64_t full, int rest,
                               typename Vec::Mask lanes, typename Vec::V alpha, typename Vec::V beta, bool read_c) {
+  using T = typename Vec::T;
   constexpr int W = Vec::W;
   typename Vec::V a[R][K];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
     for (int p = 0; p < K; ++p) a[r][p] = Vec::set1(s.a[(i + r) * s.a_row_stride + p * s.a_p_stride]);
+  const SmallKRows<T> g{s.b,    s.ldb,  s.c + i * s.ldc, s.ldc, s.bias, s.mask ? s.mask + i * s.ldc : nullptr,
+                        s.alpha == T(1), read_c};
   for (int64_t j = 0; j < full; j += W)
-    small_k_vector<Vec, R, K, kBias, kRelu, kMask, false>(s, a, i, j, lanes, alpha, beta, read_c);
-  if (rest > 0) small_k_vector<Vec, R, K, kBias, kRelu, kMask, true>(s, a, i, full, lanes, alpha, beta, read_c);
+    small_k_vector<Vec, R, K, kBias, kRelu, kMask, false>(g, a, j, lanes, alpha, beta);
+  if (rest > 0) small_k_vector<Vec, R, K, kBias, kRelu, kMask, true>(g, a, full, lanes, alpha, beta);
 }
 
 template <class Vec, int K, bool kBias, bool kRelu, bool kMask>
