@@ -227,8 +227,8 @@ inline double top_bits_unit(uint64_t word, int word_bits, int bits) {
 // the 2^64 mod range "extra" slots (l < 2^64 mod range), which are redrawn at the next
 // attempt of the same draw index.
 __extension__ typedef unsigned __int128 uint128;
-uint64_t bounded(Key key, SampleBits& first_attempt, uint64_t i, uint64_t range) {
-  uint64_t w = first_attempt.word64(i);
+// From draw i's first-attempt word w.
+uint64_t bounded_from(Key key, uint64_t w, uint64_t i, uint64_t range) {
   uint128 m = static_cast<uint128>(w) * range;
   uint64_t low = static_cast<uint64_t>(m);
   if (low < range) {
@@ -240,6 +240,21 @@ uint64_t bounded(Key key, SampleBits& first_attempt, uint64_t i, uint64_t range)
     }
   }
   return static_cast<uint64_t>(m >> 64);
+}
+
+uint64_t bounded(Key key, SampleBits& first_attempt, uint64_t i, uint64_t range) {
+  return bounded_from(key, first_attempt.word64(i), i, range);
+}
+
+// The first-attempt sample words of blocks [first, first + count) (4 words each), computed in
+// one loop: a block's ten rounds are one dependency chain, and a loop of independent blocks lets
+// the core overlap several of them, where SampleBits asks for each as it is needed.
+void sample_blocks(Key key, uint64_t first, int64_t count, std::array<uint32_t, 4>* out) {
+  for (int64_t b = 0; b < count; ++b) {
+    const uint64_t index = first + static_cast<uint64_t>(b);
+    out[b] = philox4x32_10({static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32), 0, kPurposeSample},
+                           key.words());
+  }
 }
 
 void require_valid_shape(const Shape& shape, const char* op) {
@@ -671,11 +686,21 @@ Tensor permutation(Key key, int64_t n) {
   detail::KernelScope scope;
   run_sampler(source, [data = out.data<int64_t>(), n](Key k) {
     std::iota(data, data + n, int64_t{0});
-    // Fisher-Yates is sequential, but still a pure function of (key, n).
-    SampleBits bits(k);
-    for (int64_t i = n - 1; i >= 1; --i) {
-      const auto j = static_cast<int64_t>(bounded(k, bits, static_cast<uint64_t>(i), static_cast<uint64_t>(i) + 1));
-      std::swap(data[i], data[j]);
+    // Fisher-Yates is sequential, but still a pure function of (key, n). Draw i is 64-bit word
+    // i (words 2 (i % 2) and 2 (i % 2) + 1 of block i / 2); the blocks are made kChunk at a
+    // time, from the top down as the draws are used.
+    constexpr int64_t kChunk = 128;
+    std::array<uint32_t, 4> blocks[kChunk];
+    for (int64_t i = n - 1; i >= 1;) {
+      const int64_t top = i / 2, bottom = std::max<int64_t>(0, top - kChunk + 1);
+      sample_blocks(k, static_cast<uint64_t>(bottom), top - bottom + 1, blocks);
+      for (; i >= 1 && i / 2 >= bottom; --i) {
+        const std::array<uint32_t, 4>& w = blocks[i / 2 - bottom];
+        const size_t first = 2 * static_cast<size_t>(i % 2);
+        const uint64_t word = (uint64_t{w[first]} << 32) | w[first + 1];
+        const auto j = static_cast<int64_t>(bounded_from(k, word, static_cast<uint64_t>(i), static_cast<uint64_t>(i) + 1));
+        std::swap(data[i], data[j]);
+      }
     }
   });
   return out;

@@ -389,6 +389,37 @@ TEST_CASE("random: categorical axis, batch broadcasting and non-contiguous logit
   CHECK(categorical(Key(1), tensor<float>({0.f, 1.f})).rank() == 0);
 }
 
+// The documented draws exactly: Fisher-Yates from i = n - 1 down, j = Lemire's bounded draw in
+// [0, i] from 64-bit word i (the high and low words 2 (i % 2), 2 (i % 2) + 1 of Philox block i / 2
+// at counter {i / 2, 0, attempt, 0}), redrawn at the next attempt when it lands in an extra slot.
+// Sizes around the blocks the sampler computes at a time (128 blocks, 256 draws).
+TEST_CASE("random: permutation makes exactly the documented Fisher-Yates draws") {
+  const auto reference = [](Key key, int64_t n) {
+    std::vector<int64_t> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = i;
+    const auto word = [&](uint64_t i, uint32_t attempt) {
+      const auto w = philox4x32_10({static_cast<uint32_t>(i / 2), static_cast<uint32_t>((i / 2) >> 32), attempt, 0},
+                                   key.words());
+      return (uint64_t{w[2 * (i % 2)]} << 32) | w[2 * (i % 2) + 1];
+    };
+    for (int64_t i = n - 1; i >= 1; --i) {
+      const uint64_t range = static_cast<uint64_t>(i) + 1, threshold = (0 - range) % range;
+      unsigned __int128 m = static_cast<unsigned __int128>(word(static_cast<uint64_t>(i), 0)) * range;
+      for (uint32_t attempt = 1; static_cast<uint64_t>(m) < threshold; ++attempt)
+        m = static_cast<unsigned __int128>(word(static_cast<uint64_t>(i), attempt)) * range;
+      std::swap(v[static_cast<size_t>(i)], v[static_cast<size_t>(m >> 64)]);
+    }
+    return v;
+  };
+  for (const int64_t n : {2, 3, 255, 256, 257, 258, 1000, 4097}) {
+    INFO("n " << n);
+    for (uint64_t seed = 0; seed < 3; ++seed) {
+      const Key key = fold_in(Key(45), seed);
+      CHECK(permutation(key, n).to_vector<int64_t>() == reference(key, n));
+    }
+  }
+}
+
 TEST_CASE("random: permutation is a permutation, all 3! orders appear") {
   for (int64_t n : {0, 1, 2, 10, 1000}) {
     const Tensor p = permutation(Key(41), n);
