@@ -52,6 +52,7 @@ BatchedEnv<Physics>::BatchedEnv(int64_t num_envs, int64_t max_episode_steps, Par
                 ": max_episode_steps must be >= 0 (0: no limit), got ", max_episode_steps);
   const auto n = static_cast<size_t>(num_envs);
   states_.assign(n, State{});
+  caches_.assign(n, typename Physics::Cache{});
   elapsed_.assign(n, 0);
   episodes_.assign(n, 0);
   actions_.assign(n, Action{});
@@ -77,7 +78,7 @@ Tensor BatchedEnv<Physics>::reset(std::optional<uint64_t> seed) {
     }
     states_[i] = Physics::initial_state(params_, fold_in(keys_[i], episodes_[i]++));
     elapsed_[i] = 0;
-    Physics::write_observation(params_, states_[i], observations + Physics::kObservationSize * i);
+    Physics::write_observation(params_, states_[i], caches_[i], observations + Physics::kObservationSize * i);
   }
   out_.clear_results();
   ever_reset_ = true;
@@ -112,7 +113,8 @@ void BatchedEnv<Physics>::step_range(int64_t begin, int64_t end) {
   uint8_t* truncated = out_.truncated.data<uint8_t>();
   for (int64_t i = begin; i < end; ++i) {
     State& s = states_[i];
-    const auto outcome = Physics::step(params, s, actions_[i]);
+    typename Physics::Cache& cache = caches_[i];
+    const auto outcome = Physics::step(params, s, cache, actions_[i]);
     const int64_t steps = ++elapsed_[i];
     const bool cut = limit > 0 && steps >= limit;
     rewards[i] = outcome.reward;
@@ -121,11 +123,11 @@ void BatchedEnv<Physics>::step_range(int64_t begin, int64_t end) {
     if (outcome.terminated || cut) {
       // Same-step auto-reset: keep the last observation, start the next episode as the single
       // environment's reset() would (its key is fold_in(Key(seed + i), episode number)).
-      Physics::write_observation(params, s, final_observations + d * i);
+      Physics::write_observation(params, s, cache, final_observations + d * i);
       s = Physics::initial_state(params, fold_in(keys_[i], episodes_[i]++));
       elapsed_[i] = 0;
     }
-    Physics::write_observation(params, s, observations + d * i);
+    Physics::write_observation(params, s, cache, observations + d * i);
   }
 }
 
@@ -211,7 +213,8 @@ void BatchedEnv<Physics>::set_state(int64_t i, const std::vector<double>& state)
                   " (expected a finite number)");
   std::copy(state.begin(), state.end(), s.begin());
   elapsed_[static_cast<size_t>(i)] = 0;
-  Physics::write_observation(params_, s, out_.observations.data<float>() + Physics::kObservationSize * i);
+  Physics::write_observation(params_, s, caches_[static_cast<size_t>(i)],
+                             out_.observations.data<float>() + Physics::kObservationSize * i);
 }
 
 template class BatchedEnv<CartPolePhysics>;

@@ -12,8 +12,11 @@
 // kKind (the checkpoint kind), kClassName, kDefaultName, kObservationSize, and the static
 // functions observation_space, action_space, initial_state(params, key) (drawn as the single
 // environment's reset draws it, bit for bit), read_actions (checks every row of a batch and
-// converts it before any copy moves), step(params, state, action) -> {reward, terminated} and
-// write_observation(params, state, float* row).
+// converts it before any copy moves), step(params, state, cache, action) -> {reward,
+// terminated} and write_observation(params, state, cache, float* row). Cache is per-copy scratch
+// that write_observation may fill with values the next step needs again (Pendulum's sin th); a
+// step must check that it still describes the state (set_state, a restore and the initial
+// state do not refresh it), so it never changes a result. It is not part of the state.
 //
 // checkpoint_state() (rl/environments/vector_env.h): the kind, N, max_episode_steps, whether
 // reset() was ever called (0 or 1), then per copy its state, the elapsed steps, the key's two
@@ -79,6 +82,7 @@ class BatchedEnv final : public VectorEnv {
   Space observation_space_, action_space_;
 
   std::vector<State> states_;
+  std::vector<typename Physics::Cache> caches_;  // per copy (see the file comment)
   std::vector<int64_t> elapsed_;    // steps in the current episode, per copy
   std::vector<Key> keys_;           // Key(seed + i)
   std::vector<uint64_t> episodes_;  // episodes drawn from keys_[i] so far

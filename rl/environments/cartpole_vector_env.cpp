@@ -44,7 +44,7 @@ void CartPolePhysics::read_actions(const Tensor& actions, int64_t n, const Space
   }
 }
 
-void CartPolePhysics::write_observation(const Params&, const State& state, float* row) {
+void CartPolePhysics::write_observation(const Params&, const State& state, Cache&, float* row) {
   for (int k = 0; k < 4; ++k) row[k] = float32_of(state[k]);
 }
 

@@ -33,10 +33,11 @@ struct CartPolePhysics {
   // What a batch must be, for error messages: "int64 of shape [N]".
   static std::string expected_actions(int64_t n, const Space& space);
   static void read_actions(const Tensor& actions, int64_t n, const Space& space, const std::string& who, Action* out);
-  static CartPoleStepOutcome step(const Params& params, State& state, Action action) {
+  struct Cache {};  // nothing to keep between steps
+  static CartPoleStepOutcome step(const Params& params, State& state, Cache&, Action action) {
     return cartpole_step(params, state, action);
   }
-  static void write_observation(const Params& params, const State& state, float* row);
+  static void write_observation(const Params& params, const State& state, Cache&, float* row);
 };
 
 using CartPoleVectorEnv = BatchedEnv<CartPolePhysics>;

@@ -52,10 +52,12 @@ void PendulumPhysics::read_actions(const Tensor& actions, int64_t n, const Space
   }
 }
 
-void PendulumPhysics::write_observation(const Params&, const State& state, float* row) {
+void PendulumPhysics::write_observation(const Params&, const State& state, Cache& cache, float* row) {
+  const double sin_th = std::sin(state[0]);
   row[0] = float32_of(std::cos(state[0]));
-  row[1] = float32_of(std::sin(state[0]));
+  row[1] = float32_of(sin_th);
   row[2] = float32_of(state[1]);
+  cache = {state[0], sin_th};
 }
 
 }  // namespace ctrax

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "batched_env.h"
@@ -34,10 +35,17 @@ struct PendulumPhysics {
   static State initial_state(const Params& params, Key key);
   static std::string expected_actions(int64_t n, const Space& space);
   static void read_actions(const Tensor& actions, int64_t n, const Space& space, const std::string& who, Action* out);
-  static PendulumStepOutcome step(const Params& params, State& state, Action action) {
-    return pendulum_step(params, state, action);
+  // sin th of the last observation: the observation's sine and cosine come from one sincos
+  // call, and the next step's dynamics need sin th again (std::sin gives the same bits; tested).
+  // th is kept with it, so a state set any other way is never read with a stale sine.
+  struct Cache {
+    double th = std::numeric_limits<double>::quiet_NaN();
+    double sin_th = 0.0;
+  };
+  static PendulumStepOutcome step(const Params& params, State& state, Cache& cache, Action action) {
+    return pendulum_step(params, state, action, cache.th == state[0] ? &cache.sin_th : nullptr);
   }
-  static void write_observation(const Params& params, const State& state, float* row);
+  static void write_observation(const Params& params, const State& state, Cache& cache, float* row);
 };
 
 using PendulumVectorEnv = BatchedEnv<PendulumPhysics>;

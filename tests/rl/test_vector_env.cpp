@@ -9,6 +9,9 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <cstring>
+#include <array>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -543,6 +546,63 @@ TEST_CASE("PendulumVectorEnv agrees step by step with N PendulumEnv copies under
   }
   CHECK(terminations == 0);  // Pendulum never terminates
   CHECK(truncations == n * (100 / limit));
+}
+
+namespace {
+// std::sin alone, out of line: next to a cos of the same angle GCC would make it a sincos call.
+[[gnu::noinline]] double plain_sin(double x) { return std::sin(x); }
+}  // namespace
+
+// The batched Pendulum keeps each observation's sin th for the next step's dynamics: it must be
+// std::sin's value exactly, and a cache that describes another angle must not be used.
+TEST_CASE("PendulumVectorEnv reuses the observation's sine only for its own angle, with std::sin's bits") {
+  const ctrax::PendulumParams params;
+  std::vector<double> angles = {0.0, -0.0, 3.141592653589793, -3.141592653589793, 1e-300, 1e6, -7.5e7, 1e15};
+  const std::vector<double> drawn =
+      ctrax::uniform(Key(17), Shape{20000}, DType::float64, -1e4, 1e4).to_vector<double>();
+  angles.insert(angles.end(), drawn.begin(), drawn.end());
+  for (const double th : angles) {
+    ctrax::PendulumPhysics::Cache cache;
+    float row[3];
+    ctrax::PendulumPhysics::write_observation(params, {th, 0.5}, cache, row);
+    REQUIRE(cache.th == th);
+    const double want = plain_sin(th);
+    REQUIRE(std::memcmp(&cache.sin_th, &want, sizeof want) == 0);
+  }
+  // A stale cache (another angle) is ignored; a current one is what the step uses.
+  for (const double th : {0.3, -2.0, 40.0}) {
+    std::array<double, 2> plain{th, 1.5}, cached{th, 1.5};
+    ctrax::PendulumPhysics::Cache stale{th + 1.0, 123.0};
+    const auto a = ctrax::pendulum_step(params, plain, 0.7f);
+    const auto b = ctrax::PendulumPhysics::step(params, cached, stale, 0.7f);
+    CHECK(a.reward == b.reward);
+    CHECK(plain == cached);
+    std::array<double, 2> wrong{th, 1.5};
+    ctrax::PendulumPhysics::Cache current{th, 123.0};  // a current cache is trusted: proof that it is read
+    ctrax::PendulumPhysics::step(params, wrong, current, 0.7f);
+    CHECK(wrong != plain);
+  }
+  // Through the environment: set_state between steps, then many steps, against PendulumEnv.
+  constexpr int64_t n = 5;
+  PendulumVectorEnv env(n, 0);
+  env.reset(9);
+  std::vector<ctrax::PendulumEnv> singles;
+  for (int64_t i = 0; i < n; ++i) {
+    singles.emplace_back();
+    singles.back().reset(0);
+    const std::vector<double> state = {-20.0 + 9.0 * static_cast<double>(i), 0.25 * static_cast<double>(i)};
+    env.set_state(i, state);
+    singles.back().set_state(state);
+  }
+  for (uint64_t t = 0; t < 300; ++t) {
+    const Tensor actions = pendulum_actions(900 + t, n);
+    env.step(actions);
+    const std::vector<float> a = actions.to_vector<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      singles[static_cast<size_t>(i)].step(ctrax::from_vector(std::vector<float>{a[static_cast<size_t>(i)]}, Shape{1}));
+      REQUIRE(env.state(i) == singles[static_cast<size_t>(i)].state());
+    }
+  }
 }
 
 TEST_CASE("make_vector_env gives Pendulum-v1 its batched version, with the registered limit") {

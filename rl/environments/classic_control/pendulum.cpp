@@ -21,7 +21,8 @@ double pendulum_angle_normalize(double x) {
   return mod - std::numbers::pi;
 }
 
-PendulumStepOutcome pendulum_step(const PendulumParams& p, std::array<double, 2>& state, float action) {
+PendulumStepOutcome pendulum_step(const PendulumParams& p, std::array<double, 2>& state, float action,
+                                  const double* sin_th) {
   const double th = state[0], thdot = state[1];
   // np.clip of the float32 action array against Python floats stays float32.
   const float max_torque = static_cast<float>(p.max_torque);
@@ -33,7 +34,8 @@ PendulumStepOutcome pendulum_step(const PendulumParams& p, std::array<double, 2>
   const double costs = an * an + 0.1 * (thdot * thdot) + static_cast<double>(u_cost);
   // 3.0 / (m l^2) * u is a Python float times a float32: float32.
   const float torque_term = static_cast<float>(static_cast<float>(3.0 / (p.m * (p.l * p.l))) * u);
-  double newthdot = thdot + (3 * p.g / (2 * p.l) * std::sin(th) + static_cast<double>(torque_term)) * p.dt;
+  const double sine = sin_th != nullptr ? *sin_th : std::sin(th);
+  double newthdot = thdot + (3 * p.g / (2 * p.l) * sine + static_cast<double>(torque_term)) * p.dt;
   newthdot = std::min(std::max(newthdot, -p.max_speed), p.max_speed);
   const double newth = th + newthdot * p.dt;
   state = {newth, newthdot};

@@ -38,7 +38,10 @@ struct PendulumStepOutcome {
 double pendulum_angle_normalize(double x);
 
 // One step from `state` = {th, thdot} (updated in place) under the float32 torque.
-PendulumStepOutcome pendulum_step(const PendulumParams& p, std::array<double, 2>& state, float action);
+// sin_th, when given, is std::sin(state[0]) computed already (the batched environment keeps the
+// last observation's).
+PendulumStepOutcome pendulum_step(const PendulumParams& p, std::array<double, 2>& state, float action,
+                                  const double* sin_th = nullptr);
 
 class PendulumEnv final : public ClassicControlEnv {
  public:
