@@ -40,8 +40,11 @@ run_ctrax() {  # name, extra --set flags... (with no early stop either way)
   local name="$1"
   shift
   local dir="$work/run_${name}_$r"
+  local start
+  start=$(date +%s%N)
   /usr/bin/time -f "%e %M" -o "$work/time_${name}_$r" "$ctrax" train "$config" --threads 1 --output-dir "$dir" \
     "$@" > "$work/out_${name}_$r" 2>&1
+  echo $(( ($(date +%s%N) - start) / 1000 )) > "$work/wall_${name}_$r"
   grep -o 'peak memory [0-9.]*' "$work/out_${name}_$r" | awk '{print $3}' > "$work/own_${name}_$r" || true
   grep -o 'GEMM [0-9.]* GFLOP' "$work/out_${name}_$r" | awk '{print $2}' > "$work/gflop_${name}_$r" || true
   grep -o '"confirm/return_mean": [-0-9.e]*' "$dir/metrics.jsonl" | tail -1 | awk '{print $2}' > "$work/result_${name}_$r"
@@ -66,8 +69,10 @@ for ((r = 0; r < rounds; ++r)); do
       name="other_$core"
       coretype=()
       [[ "$core" != auto ]] && coretype=(OPENBLAS_CORETYPE="$core")
+      start=$(date +%s%N)
       env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "${coretype[@]}" OPENBLAS_NUM_THREADS=1 OPENBLAS_VERBOSE=2 \
         /usr/bin/time -f "%e %M" -o "$work/time_${name}_$r" "${other[@]}" > "$work/out_${name}_$r" 2>&1
+      echo $(( ($(date +%s%N) - start) / 1000 )) > "$work/wall_${name}_$r"
       grep -o 'Core: .*' "$work/out_${name}_$r" | head -1 | sed 's/Core: //' > "$work/core_${name}" || true
       grep -o 'Final return: [-0-9.]*' "$work/out_${name}_$r" | awk '{print $3}' > "$work/result_${name}_$r" || true
     done
@@ -114,7 +119,8 @@ if other:
 lines = ["# PPO on Pendulum-v1, RLtools' configuration: the whole run", "",
          "Written by `bench/run_pendulum_speed.sh`: configs/ppo_pendulum_rltools.toml, 300k environment steps (74 epochs",
          "of 4 x 1024), one thread, no early stop (the final epoch is confirmed on 100 greedy episodes). Wall time of",
-         "the whole process (`/usr/bin/time`), including ctrax's checkpoints, its final confirmation and its",
+         "the whole process (the clock around it, to the millisecond; median, and the range over the rounds), including",
+         "ctrax's checkpoints, its final confirmation and its",
          "learning-curve plot; peak resident memory of the process tree (`/usr/bin/time`: gnuplot, which draws the",
          "learning curve in a process of its own, counts) and of ctrax's own process (getrusage, in its summary line).", "",
          f"- CPU: {cpu}; ctrax threads: 1", f"- load average before: {before}; after: {after}",
@@ -122,7 +128,7 @@ lines = ["# PPO on Pendulum-v1, RLtools' configuration: the whole run", "",
          (f"- single-core GEMM peak: {peak:.1f} GFLOP/s (bench_gemm, native, one thread, the best of 256^3 and 512^3, medians; "
           f"run before and after the rounds: {', '.join(f'{p:.1f}' for p in peaks)})" if peaks else "- single-core GEMM peak: not measured (no bench_gemm)"),
          "- GEMM throughput: the run's GEMM work (`ctrax train` counts 2 m n k per call) over its wall time, and its share of that peak", "",
-         "| run | wall time | peak memory, process tree | peak memory, ctrax's own process | GEMM throughput | final 100-episode return (median) |",
+         "| run | wall time (range) | peak memory, process tree | peak memory, ctrax's own process | GEMM throughput | final 100-episode return (median) |",
          "|---|---|---|---|---|---|"]
 for name, label in names:
     t = read("time", name)
@@ -131,10 +137,13 @@ for name, label in names:
         continue
     own = [v[0] for v in read("own", name)]
     gflop = [v[0] for v in read("gflop", name)]
-    wall = statistics.median(x[0] for x in t)
-    rate = statistics.median(g / x[0] for g, x in zip(gflop, t)) if gflop and len(gflop) == len(t) else None
+    # Wall time in microseconds from the clock around the command (/usr/bin/time's %e has
+    # 10 ms steps, too coarse to tell programs 2% apart).
+    walls = [v[0] / 1e6 for v in read("wall", name)]
+    wall = statistics.median(walls)
+    rate = statistics.median(g / w for g, w in zip(gflop, walls)) if gflop and len(gflop) == len(walls) else None
     throughput = (f"{rate:.1f} GFLOP/s" + (f" ({100 * rate / peak:.0f}% of peak)" if peaks else "")) if rate else "-"
-    lines.append(f"| {label} | {wall:.2f} s | {statistics.median(x[1] for x in t) / 1024:.0f} MiB | "
+    lines.append(f"| {label} | {wall:.3f} s ({min(walls):.3f}-{max(walls):.3f}) | {statistics.median(x[1] for x in t) / 1024:.0f} MiB | "
                  + (f"{statistics.median(own):.1f} MiB" if own else "-") + f" | {throughput} | "
                  + (f"{statistics.median(res):.1f}" if res else "-") + " |")
 lines += ["", "Where the two configurations differ (RLtools' example in src/rl/environments/pendulum/ppo/cpu/config.h and",
