@@ -8,6 +8,7 @@
 #include <map>
 
 #include <ctrax/base/error.h>
+#include <ctrax/kernels/denormals.h>
 #include <ctrax/layers/core.h>
 #include <ctrax/layers/initializers.h>
 #include <ctrax/layers/models.h>
@@ -186,10 +187,23 @@ const OptionTable<RunConfig>& run_keys() {
              });
     t.optional_number("target_eval_return", &RunConfig::target_eval_return, -kAnyNumber, kAnyNumber,
                       "stop once a confirmation run reaches this return (agent.n_confirm_episodes)");
+    t.boolean("flush_denormals", &RunConfig::flush_denormals,
+              "flush subnormal floats to zero (x86 FTZ and DAZ, as -Ofast builds and XLA do): "
+              "faster where they occur, which may change results");
     return t;
   }();
   return table;
 }
+
+FloatingPointModeScope::FloatingPointModeScope(const RunConfig& config)
+    : saved_(kernels::detail::floating_point_mode()) {
+  const bool changed = kernels::set_flush_denormals(config.flush_denormals);
+  CTRAX_REQUIRE(changed || !config.flush_denormals,
+                "flush_denormals = true: this CPU has no mode that flushes subnormal floats (ctrax knows x86-64's); "
+                "set flush_denormals = false");
+}
+
+FloatingPointModeScope::~FloatingPointModeScope() { kernels::detail::set_floating_point_mode(saved_); }
 
 RunConfig read_run_config(toml::table config, const std::string& file) {
   RunConfig c;

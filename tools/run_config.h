@@ -42,6 +42,12 @@ struct RunConfig {
   int64_t epochs = 100;
   std::optional<int64_t> total_env_steps;
   std::optional<double> target_eval_return;
+  // Subnormal floats flushed to zero (x86's FTZ and DAZ) on the threads that run the agent:
+  // faster where training makes them (Adam's moments behind ReLU units that rarely fire), and
+  // what -Ofast builds and XLA do; results may differ from the exact default wherever one occurs
+  // (kernels/denormals.h). Part of the run's configuration, so a resume or an eval of the run
+  // computes in the same mode.
+  bool flush_denormals = false;
   std::string env;
   RLTaskOptions task;
   AgentOptions agent;
@@ -64,13 +70,29 @@ struct RunConfig {
   toml::table resolved;  // the configuration with every default filled in
 };
 
-// The top-level keys (algorithm, seed, epochs, total_env_steps, target_eval_return).
+// The top-level keys (algorithm, seed, epochs, total_env_steps, target_eval_return,
+// flush_denormals).
 const OptionTable<RunConfig>& run_keys();
 
 // Reads and validates a configuration (see the top of this file); `file` names it in messages.
 // Builds the networks too (their sizes depend on the environment's spaces), so an unknown
 // environment or a distribution that does not fit the action space is reported here.
 RunConfig read_run_config(toml::table config, const std::string& file);
+
+// Puts the calling thread in the configuration's floating-point mode (flush_denormals) for the
+// object's lifetime, then restores the mode it had; the commands hold one on each thread that
+// runs an agent (a thread pool's workers follow the caller). Throws ctrax::Error when flushing
+// is asked for on a CPU without such a mode.
+class FloatingPointModeScope {
+ public:
+  explicit FloatingPointModeScope(const RunConfig& config);
+  ~FloatingPointModeScope();
+  FloatingPointModeScope(const FloatingPointModeScope&) = delete;
+  FloatingPointModeScope& operator=(const FloatingPointModeScope&) = delete;
+
+ private:
+  unsigned saved_;
+};
 
 // The task and the agent of a run; the agent writes to output_dir (empty: nothing). With
 // config.agent.communicator the task is this rank's share (rank_task_options).

@@ -68,6 +68,15 @@ else
   echo "gnuplot is not installed: the PNG, GIF and plot checks are skipped" >&2
 fi
 
+# flush_denormals = true is part of the run: written back, and the run evaluates in its mode.
+expect_ok train_flushed "$ctrax" train --epochs 1 --seed 1 --output-dir run_flushed --no-plot "${tiny[@]}" \
+  --set flush_denormals=true
+grep -q '^flush_denormals = true' run_flushed/config.toml || fail "config.toml does not hold flush_denormals = true"
+grep -q '^flush_denormals = false' run1/config.toml || fail "config.toml does not hold the default flush_denormals"
+expect_ok eval_flushed "$ctrax" eval run_flushed --episodes 2
+expect_bad train_flush_not_bool "flush_denormals: expected true or false" "$ctrax" train --epochs 1 --output-dir run_bad_flush \
+  "${tiny[@]}" --set flush_denormals=1
+
 before=$(fingerprint run1)
 expect_ok eval "$ctrax" eval run1 --episodes 3 --output "$work/episodes.csv"
 grep -Eq "PPO on CartPole-v1, epoch 2 \(latest checkpoint\), temperature 0, seed 0:" eval.out ||

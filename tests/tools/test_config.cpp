@@ -13,6 +13,7 @@
 #include <config.h>
 #include <ctrax/ctrax.h>
 #include <ctrax/base/error.h>
+#include <ctrax/kernels/denormals.h>
 
 using ctrax::Error;
 using ctrax::tools::apply_overrides;
@@ -367,4 +368,39 @@ TEST_CASE("format_config writes every float as its shortest round-trip decimal a
   // It reads back as the same table, value for value.
   const toml::table back = parse_config_text(text, "back.toml");
   CHECK(back == t);
+}
+
+// flush_denormals: read (false by default), and FloatingPointModeScope flushes on the calling
+// thread for its lifetime, tensor ops included, then restores the mode it found.
+TEST_CASE("Run configs: flush_denormals puts the thread in that mode for a scope, then restores it") {
+  auto read = [](const std::string& top) {
+    return ctrax::tools::read_run_config(
+        parse_config_text("algorithm = \"PPO\"\n" + top + "[agent]\nn_interactions_per_epoch = 64\n", "run.toml"),
+        "run.toml");
+  };
+  CHECK_FALSE(read("").flush_denormals);
+  const ctrax::tools::RunConfig flushed = read("flush_denormals = true\n");
+  CHECK(flushed.flush_denormals);
+  CHECK(flushed.resolved["flush_denormals"].value<bool>() == true);
+  CHECK_THROWS_WITH_AS(read("flush_denormals = 1\n"),
+                       doctest::Contains("flush_denormals: expected true or false, got an integer 1"), Error);
+  if (!ctrax::kernels::set_flush_denormals(false)) return;  // a CPU without the mode
+  // 1e-30 * 1e-10 = 1e-40 is subnormal in float32: kept exactly, or flushed to 0.
+  const auto product = [] {
+    return ctrax::mul(ctrax::full({}, 1e-30, ctrax::DType::float32), 1e-10).item<float>();
+  };
+  CHECK(product() != 0.0f);
+  {
+    const ctrax::tools::FloatingPointModeScope mode(flushed);
+    CHECK(ctrax::kernels::flush_denormals());
+    CHECK(product() == 0.0f);
+    {
+      const ctrax::tools::FloatingPointModeScope exact(read(""));
+      CHECK_FALSE(ctrax::kernels::flush_denormals());
+      CHECK(product() != 0.0f);
+    }
+    CHECK(ctrax::kernels::flush_denormals());
+  }
+  CHECK_FALSE(ctrax::kernels::flush_denormals());
+  CHECK(product() != 0.0f);
 }

@@ -103,6 +103,7 @@ int eval(const EvalArgs& args) {
   }
   // A data-parallel run's checkpoint holds rank 0's task as "task/": evaluate with that task.
   config.task = rank_task_options(config.task, 0, checkpoint_rank_count(dir));
+  const FloatingPointModeScope mode(config);  // the run's, so its policy acts as it did in training
   TaskPtr task = make_task(config);
   config.agent.read_only = true;
   config.agent.restore_from = choice;

@@ -174,6 +174,7 @@ std::string draw_learning_curve(const Agent& agent, const RunConfig& config, con
 // learning_curve.png at the end (--no-plot turns it off: gnuplot's PNG takes 0.05-0.15 s, which
 // a sweep of short runs or a timed run need not pay; `ctrax plot RUN_DIR` draws it later).
 int train_until_done(const RunConfig& config, const fs::path& dir, bool draw_curve, bool rewrite_config = false) {
+  const FloatingPointModeScope mode(config);  // on this rank's thread, before anything is computed
   TaskPtr task = make_task(config);
   std::unique_ptr<Agent> agent = make_run_agent(config, task, dir);
   const bool speaks = first_rank(config);
