@@ -63,6 +63,9 @@ for ((r = 0; r < rounds; ++r)); do
   run_ctrax eager "${full[@]}" --set agent.compile=false
   run_ctrax relu "${full[@]}" "${relu[@]}"
   run_ctrax relu_bare "${relu[@]}" "${bare[@]}"
+  # RLtools' -Ofast build flushes subnormal floats (it links crtfastmath: `nm` shows
+  # set_fast_math); ctrax computes them exactly unless flush_denormals is set.
+  run_ctrax relu_bare_flushed "${relu[@]}" "${bare[@]}" --set flush_denormals=true
   run_ctrax relu_norm_bare "${relu[@]}" --set policy.model.normalize=true "${bare[@]}"
   if ((${#other[@]})); then
     for core in $other_cores; do
@@ -111,6 +114,7 @@ names = [("compiled", "ctrax, compiled steps (default)"),
          ("eager", "ctrax, eager (agent.compile = false)"),
          ("relu", "ctrax, compiled, ReLU networks (RLtools' activation)"),
          ("relu_bare", "ctrax, compiled, ReLU networks, bare"),
+         ("relu_bare_flushed", "ctrax, compiled, ReLU networks, bare, subnormals flushed (flush_denormals, as RLtools' -Ofast build runs)"),
          ("relu_norm_bare", "ctrax, compiled, ReLU networks, policy observations normalised (RLtools' setup), bare")]
 if other:
     for c in other_cores:
@@ -171,7 +175,10 @@ lines += ["", "Where the two configurations differ (RLtools' example in src/rl/e
           "--no-plot`). Routine evaluations draw seeds of their own and change nothing in training (docs/rl.md,",
           "Reproducibility), so a bare row trains exactly as the full row of the same networks does.",
           "\"ctrax, compiled, ReLU networks, bare\" is the like-for-like row: the same arithmetic per step and the",
-          "same outputs; the last row adds the observation normalisation RLtools uses (policy network only)."]
+          "same outputs. RLtools' -Ofast build also flushes subnormal floats to zero (it links GCC's crtfastmath: `nm`",
+          "shows set_fast_math); the row with flush_denormals = true computes that way too, and here flushing changes",
+          "no result (the final returns agree to the last digit), only the time the subnormals' microcode assists",
+          "took. The last row adds the observation normalisation RLtools uses (policy network only)."]
 open(out, "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY
