@@ -258,6 +258,12 @@ void unary_kernel(UnaryKernel op, const float* x, float* out, int64_t n) { activ
 void unary_kernel(UnaryKernel op, const double* x, double* out, int64_t n) {
   active_variant().unary_f64(op, x, out, n);
 }
+void unary_kernel_baseline(UnaryKernel op, const float* x, float* out, int64_t n) {
+  portable::unary_f32(op, x, out, n);
+}
+void unary_kernel_baseline(UnaryKernel op, const double* x, double* out, int64_t n) {
+  portable::unary_f64(op, x, out, n);
+}
 void accumulate_rows(const float* x, int64_t rows, int64_t row_stride, double* acc, int64_t n) {
   active_variant().accumulate_f32(x, rows, row_stride, acc, n);
 }

@@ -44,6 +44,13 @@ void binary_rows_kernel(BinaryKernel op, const double* a, int64_t a_row, int64_t
 
 void unary_kernel(UnaryKernel op, const float* x, float* out, int64_t n);
 void unary_kernel(UnaryKernel op, const double* x, double* out, int64_t n);
+// The portable variant whatever the CPU: compiled for baseline x86-64, without FMA, so each
+// element is exactly unary_value's scalar result (elementwise_math.h), the formula the tensor
+// ops use for runs too short for unary_kernel and for strided elements; its loop still runs
+// at SSE2's width, four floats at a time. (The AVX2 and AVX-512 variants contract multiply-adds
+// into FMAs, which changes the last bits of the approximated functions.)
+void unary_kernel_baseline(UnaryKernel op, const float* x, float* out, int64_t n);
+void unary_kernel_baseline(UnaryKernel op, const double* x, double* out, int64_t n);
 
 // acc[j] += x[r * row_stride + j] for r = 0, 1, ..., rows - 1 in that order and 0 <= j < n, in
 // double: a column-wise sum over rows (the "row mode" of tensor/ops/reduce_util.h, e.g.

@@ -6,6 +6,7 @@
 #include <ctrax/kernels/cpu_features.h>
 #include <ctrax/kernels/elementwise/activation_backward.h>
 #include <ctrax/kernels/elementwise/elementwise.h>
+#include <ctrax/kernels/elementwise/elementwise_math.h>
 #include <ctrax/kernels/elementwise/vec_math.h>
 
 #include <cmath>
@@ -344,3 +345,47 @@ TEST_CASE("elementwise kernels: tanh and sigmoid backward equal the plain expres
 }
 
 }  // namespace ctrax::test
+
+// unary_kernel_baseline, the short runs' loop: every element exactly unary_value's scalar result
+// (this file is compiled for baseline x86-64 like the portable variant, and neither has FMA),
+// whatever the CPU's best variant and whatever the length, for every op and both dtypes,
+// specials and subnormals included.
+TEST_CASE("elementwise kernels: the baseline unary loop gives the scalar formula's bits at every length") {
+  using ctrax::kernels::UnaryKernel;
+  const auto check = [](auto tag) {
+    using T = decltype(tag);
+    std::mt19937_64 gen(77);
+    std::uniform_real_distribution<double> real(-30.0, 30.0);
+    std::vector<T> x(64);
+    for (T& v : x) v = static_cast<T>(real(gen));
+    const T specials[] = {T(0), -T(0), std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity(),
+                          std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::denorm_min(),
+                          -std::numeric_limits<T>::min() / T(8), T(1e-30), T(88.5), T(-104.5)};
+    for (size_t i = 0; i < std::size(specials); ++i) x[3 * i + 1] = specials[i];
+    for (const UnaryKernel op : {UnaryKernel::neg, UnaryKernel::relu, UnaryKernel::square, UnaryKernel::exp,
+                                 UnaryKernel::tanh, UnaryKernel::sigmoid, UnaryKernel::softplus}) {
+      std::vector<T> want(x.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        switch (op) {
+          case UnaryKernel::neg: want[i] = ctrax::kernels::unary_value<UnaryKernel::neg>(x[i]); break;
+          case UnaryKernel::relu: want[i] = ctrax::kernels::unary_value<UnaryKernel::relu>(x[i]); break;
+          case UnaryKernel::square: want[i] = ctrax::kernels::unary_value<UnaryKernel::square>(x[i]); break;
+          case UnaryKernel::exp: want[i] = ctrax::kernels::unary_value<UnaryKernel::exp>(x[i]); break;
+          case UnaryKernel::tanh: want[i] = ctrax::kernels::unary_value<UnaryKernel::tanh>(x[i]); break;
+          case UnaryKernel::sigmoid: want[i] = ctrax::kernels::unary_value<UnaryKernel::sigmoid>(x[i]); break;
+          case UnaryKernel::softplus: want[i] = ctrax::kernels::unary_value<UnaryKernel::softplus>(x[i]); break;
+        }
+      }
+      for (int64_t n = 1; n <= 40; ++n) {
+        for (int64_t offset : {0, 3}) {
+          INFO("op " << static_cast<int>(op) << ", n " << n << ", offset " << offset);
+          std::vector<T> out(static_cast<size_t>(n), T(7));
+          ctrax::kernels::unary_kernel_baseline(op, x.data() + offset, out.data(), n);
+          CHECK(std::memcmp(out.data(), want.data() + offset, static_cast<size_t>(n) * sizeof(T)) == 0);
+        }
+      }
+    }
+  };
+  check(float{});
+  check(double{});
+}
