@@ -48,7 +48,9 @@ void unary_kernel(UnaryKernel op, const double* x, double* out, int64_t n);
 // element is exactly unary_value's scalar result (elementwise_math.h), the formula the tensor
 // ops use for runs too short for unary_kernel and for strided elements; its loop still runs
 // at SSE2's width, four floats at a time. (The AVX2 and AVX-512 variants contract multiply-adds
-// into FMAs, which changes the last bits of the approximated functions.)
+// into FMAs, which changes the last bits of the approximated functions.) A NaN result may
+// differ in its sign: x86 keeps the sign of the NaN operand an instruction reads first, and
+// compilers may order an operation's operands differently in the two loops.
 void unary_kernel_baseline(UnaryKernel op, const float* x, float* out, int64_t n);
 void unary_kernel_baseline(UnaryKernel op, const double* x, double* out, int64_t n);
 
