@@ -182,6 +182,18 @@ Key fold_in(Key key, uint64_t data) { return derive(key, data, kPurposeFoldIn); 
 
 namespace {
 
+// Block b of the sample bits of `key` at `attempt`: Philox at counter {b, attempt, purpose 0}.
+inline std::array<uint32_t, 4> sample_block(Key key, uint64_t b, uint32_t attempt) {
+  return philox4x32_10({static_cast<uint32_t>(b), static_cast<uint32_t>(b >> 32), attempt, kPurposeSample},
+                       key.words());
+}
+
+// 64-bit draw i from its block (block i / 2): words 2 (i % 2) and 2 (i % 2) + 1, high word first.
+inline uint64_t word64_of(const std::array<uint32_t, 4>& block, uint64_t i) {
+  const size_t first = 2 * (i % 2);
+  return (uint64_t{block[first]} << 32) | block[first + 1];
+}
+
 // Sample bits of one key at one `attempt`: 32-bit draw i is word i % 4 of block i / 4, 64-bit
 // draw i is words 2(i % 2) and 2(i % 2) + 1 of block i / 2 (high word first). The last
 // block is cached, so walking consecutive draws costs one Philox call per block.
@@ -190,17 +202,12 @@ class SampleBits {
   explicit SampleBits(Key key, uint32_t attempt = 0) : key_(key), attempt_(attempt) {}
 
   uint32_t word32(uint64_t i) { return block(i / 4)[i % 4]; }
-  uint64_t word64(uint64_t i) {
-    const auto& w = block(i / 2);
-    const size_t first = 2 * (i % 2);
-    return (uint64_t{w[first]} << 32) | w[first + 1];
-  }
+  uint64_t word64(uint64_t i) { return word64_of(block(i / 2), i); }
 
  private:
   const std::array<uint32_t, 4>& block(uint64_t b) {
     if (!valid_ || b != cached_index_) {
-      words_ = philox4x32_10({static_cast<uint32_t>(b), static_cast<uint32_t>(b >> 32), attempt_, kPurposeSample},
-                             key_.words());
+      words_ = sample_block(key_, b, attempt_);
       cached_index_ = b;
       valid_ = true;
     }
@@ -250,11 +257,7 @@ uint64_t bounded(Key key, SampleBits& first_attempt, uint64_t i, uint64_t range)
 // one loop: a block's ten rounds are one dependency chain, and a loop of independent blocks lets
 // the core overlap several of them, where SampleBits asks for each as it is needed.
 void sample_blocks(Key key, uint64_t first, int64_t count, std::array<uint32_t, 4>* out) {
-  for (int64_t b = 0; b < count; ++b) {
-    const uint64_t index = first + static_cast<uint64_t>(b);
-    out[b] = philox4x32_10({static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32), 0, kPurposeSample},
-                           key.words());
-  }
+  for (int64_t b = 0; b < count; ++b) out[b] = sample_block(key, first + static_cast<uint64_t>(b), 0);
 }
 
 void require_valid_shape(const Shape& shape, const char* op) {
@@ -482,9 +485,10 @@ Tensor normal(Key key, const Tensor& mean, const Tensor& stddev) {
                            n = shape.numel()](Key k) { run(k, 0, base, st, n); });
     } else {
       run_sampler(source, [run, shape, base, strides](Key k) {
-        detail::strided_loop<3>(shape, base, strides, [&](std::array<char*, 3> p, std::array<int64_t, 3> st, int64_t n) {
+        const auto piece = [&](std::array<char*, 3> p, std::array<int64_t, 3> st, int64_t n) {
           run(k, (p[0] - base[0]) / static_cast<int64_t>(sizeof(T)), p, st, n);
-        });
+        };
+        detail::strided_loop<3>(shape, base, strides, piece);
       });
     }
   });
@@ -695,10 +699,9 @@ Tensor permutation(Key key, int64_t n) {
       const int64_t top = i / 2, bottom = std::max<int64_t>(0, top - kChunk + 1);
       sample_blocks(k, static_cast<uint64_t>(bottom), top - bottom + 1, blocks);
       for (; i >= 1 && i / 2 >= bottom; --i) {
-        const std::array<uint32_t, 4>& w = blocks[i / 2 - bottom];
-        const size_t first = 2 * static_cast<size_t>(i % 2);
-        const uint64_t word = (uint64_t{w[first]} << 32) | w[first + 1];
-        const auto j = static_cast<int64_t>(bounded_from(k, word, static_cast<uint64_t>(i), static_cast<uint64_t>(i) + 1));
+        const uint64_t word = word64_of(blocks[i / 2 - bottom], static_cast<uint64_t>(i));
+        const auto u = static_cast<uint64_t>(i);
+        const auto j = static_cast<int64_t>(bounded_from(k, word, u, u + 1));
         std::swap(data[i], data[j]);
       }
     }

@@ -301,6 +301,9 @@ TEST_CASE("random: normal with tensor parameters equals mean + stddev z bit for 
   check_error([&] { normal(Key(1), zeros({3}, DType::int64), zeros({3}, DType::int64)); }, {"must be float tensors"});
   check_error([&] { normal(Key(1), f32, zeros({4})); }, {"normal: stddev of shape [4] does not match mean of shape [3]"});
   check_error([&] { normal(Key(1), Tensor(), f32); }, {"normal: mean is an undefined tensor"});
+  check_error([&] { normal(Key(1), f32, Tensor()); }, {"normal: stddev is an undefined tensor"});
+  check_error([&] { normal(Key(1), zeros({3}, DType::float32), zeros({3}, DType::int32)); },
+              {"normal: mean (float32) and stddev (int32) must be float tensors of one dtype"});
   // Not differentiable: a traced parameter is refused.
   check_error([&] { value_and_grad([&](const Tensor& x) { return sum(normal(Key(1), x, ones({3}))); })(f32); },
               {"normal(key, mean, stddev) is not differentiable", "its mean"});
