@@ -6,8 +6,8 @@
 // and every output must equal eager's bit for bit. What this covers that the single-op gradient
 // table does not: buffers reused by liveness across many kernels, GEMM epilogues fused inside
 // longer chains (and the chains that must stay unfused because a buffer is still read), views
-// of arena buffers, and steps that allocate nothing. The programs come from fixed seeds (150
-// float32, 50 float64). Checked against mutations: fusing a GEMM whose output a later step reads,
+// of arena buffers, steps that allocate nothing, and replays on two threads. The programs come
+// from fixed seeds (150 float32, 50 float64). Checked against mutations: fusing a GEMM whose output a later step reads,
 // and handing out an arena block that is still live, both fail it.
 #include <doctest/doctest.h>
 
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <ctrax/autograd/grad.h>
+#include <ctrax/kernels/parallel.h>
 #include <ctrax/tensor/compile.h>
 #include <ctrax/tensor/ops.h>
 
@@ -247,6 +248,12 @@ std::vector<Tensor> inputs(const Program& p, int64_t rows, uint64_t seed, DType 
   return in;
 }
 
+struct ThreadCount {
+  int saved = kernels::num_threads();
+  explicit ThreadCount(int n) { kernels::set_num_threads(n); }
+  ~ThreadCount() { kernels::set_num_threads(saved); }
+};
+
 std::string describe(const Program& p) {
   std::string s;
   for (const Step& st : p.steps) s += std::to_string(static_cast<int>(st.kind)) + ":" + std::to_string(st.op) + " ";
@@ -265,13 +272,21 @@ TEST_CASE("compile: random training-step programs replay eager bit for bit and a
     CAPTURE(describe(p));
     CompiledFunction compiled([&p](const std::vector<Tensor>& in) { return step(p, in); });
     const int64_t rows = seed % 3 == 0 ? 64 : seed % 3 == 1 ? 5 : 1;
-    const int64_t other_rows = rows == 64 ? 7 : 64;
+    // Every fourth program records and replays on two threads, against eager on one: results
+    // must not depend on the thread count (its second batch size is large enough to split).
+    const int threads = seed % 4 == 0 ? 2 : 1;
+    const int64_t other_rows = threads == 2 ? 1024 : rows == 64 ? 7 : 64;
     const std::vector<std::vector<Tensor>> calls{inputs(p, rows, seed, dtype), inputs(p, rows, seed + 1000, dtype),
                                                  inputs(p, rows, seed, dtype), inputs(p, other_rows, seed + 2000, dtype),
                                                  inputs(p, rows, seed + 3000, dtype)};
     for (size_t c = 0; c < calls.size(); ++c) {
       CAPTURE(c);
-      const std::vector<Tensor> want = step(p, calls[c]);
+      std::vector<Tensor> want;
+      {
+        const ThreadCount one(1);
+        want = step(p, calls[c]);
+      }
+      const ThreadCount several(threads);
       const AllocationStats before = allocation_stats();
       const std::vector<Tensor>& got = compiled(calls[c]);
       const AllocationStats after = allocation_stats();
