@@ -7,8 +7,8 @@
 // table does not: buffers reused by liveness across many kernels, GEMM epilogues fused inside
 // longer chains (and the chains that must stay unfused because a buffer is still read), views
 // of arena buffers, steps that allocate nothing, and replays on two threads. The programs come
-// from fixed seeds (150 float32, 50 float64). Checked against mutations: fusing a GEMM whose output a later step reads,
-// and handing out an arena block that is still live, both fail it.
+// from fixed seeds (150 float32, 50 float64). Checked against mutations: fusing a GEMM whose
+// output a later step reads, and handing out an arena block that is still live, both fail it.
 #include <doctest/doctest.h>
 
 #include <random>
@@ -31,8 +31,8 @@ using test::bitwise_equal;
 enum class Kind { dense, unary, binary, scalar, row_broadcast, column_broadcast, transpose, slice, concat, select,
                   transposed_product, reduce };
 
-// One step: reads values[a] (and values[b]), appends one value. Dense steps also read weight
-// inputs (their indices in the program's inputs).
+// One step: reads values[a] (and values[b]) and appends one value. A dense step also reads its
+// weight inputs and appends its product and biased product too when an epilogue follows them.
 struct Step {
   Kind kind;
   int a = 0, b = 0;
@@ -77,7 +77,8 @@ Program make_program(uint64_t seed) {
     st.a = g.pick(static_cast<int>(values.size()));
     const Sym va = values[static_cast<size_t>(st.a)];
     Sym out = va;
-    // Some kinds need a partner of a given shape; fall back to a unary map when there is none.
+    // A partner for the steps that read two values: a random value of the shape `same` accepts
+    // (-1 when there is none).
     const auto partner = [&](auto same) {
       std::vector<int> ok;
       for (size_t i = 0; i < values.size(); ++i)
