@@ -13,10 +13,17 @@
 #include <string>
 #include <vector>
 
+#include <ctrax/kernels/parallel.h>
 #include <ctrax/tensor/ops.h>
 #include <ctrax/tensor/tensor.h>
 
 namespace ctrax::test {
+
+// Restores the kernels' thread count (kernels/parallel.h) when a test that changes it ends.
+struct ThreadCountGuard {
+  int saved = kernels::num_threads();
+  ~ThreadCountGuard() { kernels::set_num_threads(saved); }
+};
 
 struct Tolerance {
   double atol;

@@ -11,17 +11,10 @@
 #include <utility>
 #include <vector>
 
+#include "test_util.h"
+
 using namespace ctrax::kernels;
-
-namespace {
-
-// Restores the thread count a test changed.
-struct ThreadCountGuard {
-  int saved = num_threads();
-  ~ThreadCountGuard() { set_num_threads(saved); }
-};
-
-}  // namespace
+using ctrax::test::ThreadCountGuard;
 
 TEST_CASE("parallel_for covers the range 0..n exactly once in chunks of at least grain") {
   ThreadCountGuard guard;

@@ -26,6 +26,8 @@
 #include <ctrax/rl/environments/vector_env.h>
 #include <ctrax/tensor/random.h>
 
+#include "test_util.h"
+
 namespace {
 
 using ctrax::CartPoleVectorEnv;
@@ -107,12 +109,6 @@ std::vector<int64_t> random_actions(uint64_t seed, int64_t n) {
 }
 
 Tensor actions_tensor(const std::vector<int64_t>& actions) { return ctrax::from_vector(actions); }
-
-// Restores the thread count a test changed.
-struct ThreadCountGuard {
-  int saved = ctrax::kernels::num_threads();
-  ~ThreadCountGuard() { ctrax::kernels::set_num_threads(saved); }
-};
 
 }  // namespace
 
@@ -277,7 +273,7 @@ TEST_CASE("CartPoleVectorEnv seeding: reproducible, copy i independent of N") {
 }
 
 TEST_CASE("CartPoleVectorEnv results do not depend on the thread count") {
-  ThreadCountGuard guard;
+  ctrax::test::ThreadCountGuard guard;
   constexpr int64_t n = 5000;  // several chunks of the parallel split
   auto run = [](int threads) {
     ctrax::kernels::set_num_threads(threads);

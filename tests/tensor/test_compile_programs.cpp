@@ -16,7 +16,6 @@
 #include <vector>
 
 #include <ctrax/autograd/grad.h>
-#include <ctrax/kernels/parallel.h>
 #include <ctrax/tensor/compile.h>
 #include <ctrax/tensor/ops.h>
 
@@ -249,12 +248,6 @@ std::vector<Tensor> inputs(const Program& p, int64_t rows, uint64_t seed, DType 
   return in;
 }
 
-struct ThreadCount {
-  int saved = kernels::num_threads();
-  explicit ThreadCount(int n) { kernels::set_num_threads(n); }
-  ~ThreadCount() { kernels::set_num_threads(saved); }
-};
-
 std::string describe(const Program& p) {
   std::string s;
   for (const Step& st : p.steps) s += std::to_string(static_cast<int>(st.kind)) + ":" + std::to_string(st.op) + " ";
@@ -282,12 +275,10 @@ TEST_CASE("compile: random training-step programs replay eager bit for bit and a
                                                  inputs(p, rows, seed + 3000, dtype)};
     for (size_t c = 0; c < calls.size(); ++c) {
       CAPTURE(c);
-      std::vector<Tensor> want;
-      {
-        const ThreadCount one(1);
-        want = step(p, calls[c]);
-      }
-      const ThreadCount several(threads);
+      const test::ThreadCountGuard restore;
+      kernels::set_num_threads(1);
+      const std::vector<Tensor> want = step(p, calls[c]);
+      kernels::set_num_threads(threads);
       const AllocationStats before = allocation_stats();
       const std::vector<Tensor>& got = compiled(calls[c]);
       const AllocationStats after = allocation_stats();

@@ -20,12 +20,6 @@ using ctrax::test::check_error;
 
 namespace {
 
-// Restores the pool size when a test changes it.
-struct ThreadCountGuard {
-  int saved = kernels::num_threads();
-  ~ThreadCountGuard() { kernels::set_num_threads(saved); }
-};
-
 template <typename T>
 bool same_values(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && a.dtype() == b.dtype() && a.to_vector<T>() == b.to_vector<T>();
@@ -197,7 +191,7 @@ TEST_CASE("random: results do not depend on unrelated calls") {
 }
 
 TEST_CASE("random: results do not depend on the thread count") {
-  ThreadCountGuard guard;
+  test::ThreadCountGuard guard;
   const Key key(77);
   const Shape big{3, 70001};  // > one parallel chunk, not a multiple of the block size
   const Tensor logits = tensor<float>({0.1f, -1.0f, 2.0f, 0.0f});
@@ -287,7 +281,7 @@ TEST_CASE("random: normal with tensor parameters equals mean + stddev z bit for 
     }
   }
   // The thread count changes nothing.
-  ThreadCountGuard threads;
+  test::ThreadCountGuard threads;
   const Tensor m = test::random_tensor({4000}, DType::float32, 7), s = test::random_tensor({4000}, DType::float32, 8);
   const Tensor one = normal(Key(3), m.expand({2, 4000}), s.expand({2, 4000}));
   kernels::set_num_threads(2);
