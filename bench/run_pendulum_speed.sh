@@ -58,15 +58,14 @@ for ((r = 0; r < rounds; ++r)); do
   bare=(--unset target_eval_return --set agent.n_eval_episodes=0 --set agent.checkpoint_every=1000000
         --set agent.n_confirm_episodes=1000 --set agent.n_confirm_envs=1000 --no-plot)
   run_ctrax compiled "${full[@]}"
-  relu=(--set 'policy.model.activation="relu"' --set 'value.model.activation="relu"')
   run_ctrax compiled_bare "${bare[@]}"
-  run_ctrax eager "${full[@]}" --set agent.compile=false
-  run_ctrax relu "${full[@]}" "${relu[@]}"
-  run_ctrax relu_bare "${relu[@]}" "${bare[@]}"
   # RLtools' -Ofast build flushes subnormal floats (it links crtfastmath: `nm` shows
   # set_fast_math); ctrax computes them exactly unless flush_denormals is set.
-  run_ctrax relu_bare_flushed "${relu[@]}" "${bare[@]}" --set flush_denormals=true
-  run_ctrax relu_norm_bare "${relu[@]}" --set policy.model.normalize=true "${bare[@]}"
+  run_ctrax compiled_bare_flushed "${bare[@]}" --set flush_denormals=true
+  run_ctrax norm_bare --set policy.model.normalize=true "${bare[@]}"
+  run_ctrax eager "${full[@]}" --set agent.compile=false
+  # The configuration's hidden layers until 2026-12-05.
+  run_ctrax tanh "${full[@]}" --set 'policy.model.activation="tanh"' --set 'value.model.activation="tanh"'
   if ((${#other[@]})); then
     for core in $other_cores; do
       name="other_$core"
@@ -111,11 +110,10 @@ def core_of(name):
     return open(p).read().strip() if os.path.exists(p) and open(p).read().strip() else "not reported"
 names = [("compiled", "ctrax, compiled steps (default)"),
          ("compiled_bare", "ctrax, compiled, RLtools' outputs and final evaluation (\"bare\", below)"),
+         ("compiled_bare_flushed", "ctrax, compiled, bare, subnormals flushed (flush_denormals, as RLtools' -Ofast build runs)"),
+         ("norm_bare", "ctrax, compiled, policy observations normalised (RLtools' setup), bare"),
          ("eager", "ctrax, eager (agent.compile = false)"),
-         ("relu", "ctrax, compiled, ReLU networks (RLtools' activation)"),
-         ("relu_bare", "ctrax, compiled, ReLU networks, bare"),
-         ("relu_bare_flushed", "ctrax, compiled, ReLU networks, bare, subnormals flushed (flush_denormals, as RLtools' -Ofast build runs)"),
-         ("relu_norm_bare", "ctrax, compiled, ReLU networks, policy observations normalised (RLtools' setup), bare")]
+         ("tanh", "ctrax, compiled, tanh hidden layers (the configuration's until 2026-12-05)")]
 if other:
     for c in other_cores:
         how = "OpenBLAS picks its kernel" if c == "auto" else f"OPENBLAS_CORETYPE={c}"
@@ -152,24 +150,28 @@ for name, label in names:
                  + (f"{statistics.median(res):.1f}" if res else "-") + " |")
 lines += ["", "Where the two configurations differ (RLtools' example in src/rl/environments/pendulum/ppo/cpu/config.h and",
           "the defaults of its PPO loop, rl_tools/rl/algorithms/ppo/loop/core/config.h, against",
-          "configs/ppo_pendulum_rltools.toml): RLtools' hidden layers use ReLU (its loop's default activation), ctrax's",
-          "tanh; gamma 0.9 against 0.95; initial action std 2.0 against 1.0; RLtools normalises observations (and scales",
-          "them, ScaleObservations) where ctrax does not; ctrax scales the value targets by 1 - gamma and clips the",
-          "policy's gradients to a global norm of 1 (RLtools does not clip them). Both: 4 x 1024",
-          "steps per epoch, 2 passes in minibatches of 256, GAE lambda 0.95, 64 x 64 networks, Adam 1e-3, 300k steps.",
-          "The ReLU row runs RLtools' activation with ctrax's other settings, i.e. the same arithmetic per step as",
-          "RLtools plus the gradients' norm; the configuration keeps tanh. Reliability (measured 2026-12-05 on Zen 4",
-          "with the build of this table: whole 300k-step runs, no early stop, the final policy's 100-episode",
-          "confirmation; seeds 0-23 and 100-131): tanh reaches -200 or better on 52 of 56 seeds (misses -201 to -268),",
-          "ReLU on 54 of 56 (misses -221 and -232), ReLU with the policy's observations normalised on 64 of seeds 0-31",
-          "and 100-131. Before the gradient clip the same seeds gave 45, 45 and 51: without it a late minibatch whose",
-          "probability ratios explode (approximate KL in the thousands, once the std is small) could collapse the",
-          "policy (misses down to -758). The clip's value (1; 0.5 and 0.2 did worse: 60 and 61 ReLU runs of 64)",
-          "was chosen on seeds 200-263 (tanh 57 -> 58 of 64 solved, ReLU 50 -> 64) and checked on seeds 300-363,",
-          "which nothing else used (tanh",
-          "58 -> 61 of 64, ReLU 59 -> 63). With the configuration's early stop (a confirmation at -200) 55 of",
-          "the 56 tanh runs end solved (54 without the clip), 56 of 56 ReLU runs and 64 of 64 normalised ReLU runs;",
-          "on seeds 300-363, 64 of 64 tanh runs (62 without the clip).",
+          "configs/ppo_pendulum_rltools.toml): gamma 0.9 against 0.95; the action std: RLtools learns one",
+          "state-independent log std (initial std 2.0), ctrax's policy outputs it per state (a second output",
+          "column, std = softplus(raw + 1.0), about 1.3 at the start; learn_std = \"separate\", as Trax); RLtools",
+          "normalises observations (and scales them, ScaleObservations) where ctrax does not; ctrax scales the value",
+          "targets by 1 - gamma and clips the policy's gradients to a global norm of 1 (RLtools does not clip them).",
+          "Both: ReLU hidden layers (RLtools' PPO loop's default activation), 4 x 1024 steps per epoch, 2 passes in",
+          "minibatches of 256, GAE lambda 0.95, 64 x 64 networks, Adam 1e-3, 300k steps. So per step ctrax does",
+          "RLtools' arithmetic plus the std's output column (its softplus, logs and their gradients per row) and",
+          "the gradients' norm.",
+          "Reliability (measured 2026-12-05 on Zen 4: whole 300k-step runs, no early stop, the final policy's",
+          "100-episode confirmation reaching -200 or better), ReLU against the tanh hidden layers the configuration",
+          "had until then, both with the gradient clip: seeds 0-23 and 100-131, ReLU 54 of 56 (misses -221 and",
+          "-232), tanh 52 of 56 (misses -201 to -268); seeds 200-263, ReLU 64 of 64, tanh 58; seeds 300-363,",
+          "which nothing else used, ReLU 63 of 64, tanh 61. With the policy's observations normalised ReLU solved",
+          "64 of seeds 0-31 and 100-131. With the configuration's early stop (a confirmation at -200) 56 of the 56",
+          "ReLU runs end solved and 55 of 56 tanh runs; on seeds 1000-1009 (bench/results/rl.md's) ReLU confirms",
+          "10 of 10 in a median of 94k steps, tanh 9 of 10 in 184k. Before the gradient clip the first seed set",
+          "gave 45 (ReLU), 45 (tanh) and 51 (normalised): without it a late minibatch whose probability ratios",
+          "explode (approximate KL in the thousands, once the std is small) could collapse the policy (misses down",
+          "to -758). The clip's value (1; 0.5 and 0.2 did worse: 60 and 61 ReLU runs of 64) was chosen on seeds",
+          "200-263 (ReLU 50 -> 64 of 64 solved, tanh 57 -> 58) and checked on seeds 300-363 (ReLU 59 -> 63, tanh",
+          "58 -> 61).",
           "Around the training: the full rows evaluate 4 greedy episodes every",
           "epoch, confirm the last epoch on 100, write a checkpoint every epoch (on a thread of their own while the",
           "next epoch runs, as `ctrax train` does) and draw the learning curve with gnuplot (0.05-0.15 s of the",
@@ -180,11 +182,12 @@ lines += ["", "Where the two configurations differ (RLtools' example in src/rl/e
           "agent.checkpoint_every=1000000 --set agent.n_confirm_episodes=1000 --set agent.n_confirm_envs=1000",
           "--no-plot`). Routine evaluations draw seeds of their own and change nothing in training (docs/rl.md,",
           "Reproducibility), so a bare row trains exactly as the full row of the same networks does.",
-          "\"ctrax, compiled, ReLU networks, bare\" is the like-for-like row: the same arithmetic per step and the",
-          "same outputs. RLtools' -Ofast build also flushes subnormal floats to zero (it links GCC's crtfastmath: `nm`",
-          "shows set_fast_math); the row with flush_denormals = true computes that way too, and here flushing changes",
-          "no result (the final returns agree to the last digit), only the time the subnormals' microcode assists",
-          "took. The last row adds the observation normalisation RLtools uses (policy network only)."]
+          "\"ctrax, compiled, bare\" is the like-for-like row: the same networks (plus the std's output column), the",
+          "same work per epoch and the same outputs. RLtools' -Ofast build also flushes subnormal floats to zero (it",
+          "links GCC's crtfastmath: `nm` shows set_fast_math); the row with flush_denormals = true computes that way",
+          "too, and here flushing changes no result (the final returns agree to the last digit), only the time the",
+          "subnormals' microcode assists took. The normalised row adds the observation normalisation RLtools uses",
+          "(policy network only)."]
 open(out, "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY
