@@ -2,7 +2,9 @@
 # PPO on Pendulum-v1 in RLtools' configuration (configs/ppo_pendulum_rltools.toml), the whole
 # 300k-step run on one thread: ctrax compiled, ctrax eager, and (optionally) a program you built
 # yourself, e.g. RLtools' Pendulum PPO example, all interleaved over ROUNDS rounds. Writes
-# bench/results/pendulum_speed.md with the medians of wall time and peak memory. Builds nothing;
+# bench/results/pendulum_speed.md with the medians of wall time and peak memory, and a paired
+# comparison of the like-for-like row with the other program (the two run back to back each
+# round, in alternating order), round by round. Builds nothing;
 # the other program is run as given, with OpenBLAS held to one thread and its kernel reported;
 # its "Final return: X" line is its result. OTHER_LABEL names it in the table; OTHER_CORETYPES
 # (default "auto") lists the OpenBLAS core types to run it with, e.g. "auto SkylakeX". Peak memory is
@@ -49,6 +51,20 @@ run_ctrax() {  # name, extra --set flags... (with no early stop either way)
   grep -o 'GEMM [0-9.]* GFLOP' "$work/out_${name}_$r" | awk '{print $2}' > "$work/gflop_${name}_$r" || true
   grep -o '"confirm/return_mean": [-0-9.e]*' "$dir/metrics.jsonl" | tail -1 | awk '{print $2}' > "$work/result_${name}_$r"
 }
+run_other() {  # the other program, once per core type listed
+  ((${#other[@]})) || return 0
+  for core in $other_cores; do
+    local name="other_$core" start
+    local coretype=()
+    [[ "$core" != auto ]] && coretype=(OPENBLAS_CORETYPE="$core")
+    start=$(date +%s%N)
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "${coretype[@]}" OPENBLAS_NUM_THREADS=1 OPENBLAS_VERBOSE=2 \
+      /usr/bin/time -f "%e %M" -o "$work/time_${name}_$r" "${other[@]}" > "$work/out_${name}_$r" 2>&1
+    echo $(( ($(date +%s%N) - start) / 1000 )) > "$work/wall_${name}_$r"
+    grep -o 'Core: .*' "$work/out_${name}_$r" | head -1 | sed 's/Core: //' > "$work/core_${name}" || true
+    grep -o 'Final return: [-0-9.]*' "$work/out_${name}_$r" | awk '{print $3}' > "$work/result_${name}_$r" || true
+  done
+}
 for ((r = 0; r < rounds; ++r)); do
   # The full rows evaluate 4 episodes every epoch, as the configuration does, with a target no
   # evaluation reaches (no early stop).
@@ -57,8 +73,16 @@ for ((r = 0; r < rounds; ++r)); do
   # final policy confirmed on 1000 episodes played at once, as RLtools plays them.
   bare=(--unset target_eval_return --set agent.n_eval_episodes=0 --set agent.checkpoint_every=1000000
         --set agent.n_confirm_episodes=1000 --set agent.n_confirm_envs=1000 --no-plot)
+  # The like-for-like pair runs back to back, first one then the other in alternate rounds, so
+  # that each round compares the two under the same conditions (the paired line below the table).
+  if ((r % 2 == 0)); then
+    run_ctrax compiled_bare "${bare[@]}"
+    run_other
+  else
+    run_other
+    run_ctrax compiled_bare "${bare[@]}"
+  fi
   run_ctrax compiled "${full[@]}"
-  run_ctrax compiled_bare "${bare[@]}"
   # RLtools' -Ofast build flushes subnormal floats (it links crtfastmath: `nm` shows
   # set_fast_math); ctrax computes them exactly unless flush_denormals is set.
   run_ctrax compiled_bare_flushed "${bare[@]}" --set flush_denormals=true
@@ -66,19 +90,6 @@ for ((r = 0; r < rounds; ++r)); do
   run_ctrax eager "${full[@]}" --set agent.compile=false
   # The configuration's hidden layers until 2026-12-05.
   run_ctrax tanh "${full[@]}" --set 'policy.model.activation="tanh"' --set 'value.model.activation="tanh"'
-  if ((${#other[@]})); then
-    for core in $other_cores; do
-      name="other_$core"
-      coretype=()
-      [[ "$core" != auto ]] && coretype=(OPENBLAS_CORETYPE="$core")
-      start=$(date +%s%N)
-      env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "${coretype[@]}" OPENBLAS_NUM_THREADS=1 OPENBLAS_VERBOSE=2 \
-        /usr/bin/time -f "%e %M" -o "$work/time_${name}_$r" "${other[@]}" > "$work/out_${name}_$r" 2>&1
-      echo $(( ($(date +%s%N) - start) / 1000 )) > "$work/wall_${name}_$r"
-      grep -o 'Core: .*' "$work/out_${name}_$r" | head -1 | sed 's/Core: //' > "$work/core_${name}" || true
-      grep -o 'Final return: [-0-9.]*' "$work/out_${name}_$r" | awk '{print $3}' > "$work/result_${name}_$r" || true
-    done
-  fi
 done
 gemm_peak
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -105,6 +116,9 @@ def read(kind, name):
         if os.path.exists(p) and open(p).read().strip():
             values.append([float(x) for x in open(p).read().split()])
     return values
+def read_one(kind, name, r):
+    p = f"{work}/{kind}_{name}_{r}"
+    return float(open(p).read().split()[0]) if os.path.exists(p) and open(p).read().strip() else None
 def core_of(name):
     p = f"{work}/core_{name}"
     return open(p).read().strip() if os.path.exists(p) and open(p).read().strip() else "not reported"
@@ -148,6 +162,18 @@ for name, label in names:
     lines.append(f"| {label} | {wall:.3f} s ({min(walls):.3f}-{max(walls):.3f}) | {statistics.median(x[1] for x in t) / 1024:.0f} MiB | "
                  + (f"{statistics.median(own):.1f} MiB" if own else "-") + f" | {throughput} | "
                  + (f"{statistics.median(res):.1f}" if res else "-") + " |")
+if other:
+    # Round by round: the like-for-like row against the other program (its first core type),
+    # which ran back to back with it.
+    mine = {r: read_one("wall", "compiled_bare", r) for r in range(rounds)}
+    theirs = {r: read_one("wall", f"other_{other_cores[0]}", r) for r in range(rounds)}
+    pairs = [(mine[r], theirs[r]) for r in range(rounds) if mine[r] and theirs[r]]
+    if pairs:
+        faster = sum(1 for m, t in pairs if m < t)
+        ratios = sorted(m / t for m, t in pairs)
+        lines += ["", f"Paired, round by round (\"bare\" and the other program run back to back, in alternating order): "
+                  f"ctrax's wall time is {statistics.median(ratios):.3f} of the other's (median ratio; range "
+                  f"{ratios[0]:.3f}-{ratios[-1]:.3f}), and ctrax was faster in {faster} of {len(pairs)} rounds."]
 lines += ["", "Where the two configurations differ (RLtools' example in src/rl/environments/pendulum/ppo/cpu/config.h and",
           "the defaults of its PPO loop, rl_tools/rl/algorithms/ppo/loop/core/config.h, against",
           "configs/ppo_pendulum_rltools.toml): gamma 0.9 against 0.95; the action std: RLtools learns one",
