@@ -316,7 +316,10 @@ class NormalizeLayer final : public Layer {
   // clip((x - mean) / (sqrt(var) + epsilon)) over x [batch, time, features...] with the statistics
   // [features...], all of one dtype: the float operations of the tensor-op form, in its order and
   // dtype (epsilon and the clip bounds converted to it as weak scalars are), so the same bits in
-  // one pass instead of five kernels.
+  // one pass instead of five kernels. The divisor sqrt(var) + epsilon is formed once per feature
+  // (in blocks of kBlock features on the stack) rather than once per element: the same two float
+  // operations, so the same bits, without a square root per element (a [256, 3] policy batch took
+  // 1.8 us with one).
   Tensor normalized_in_one_kernel(const Tensor& x, const Tensor& mean, const Tensor& var) const {
     const Tensor xc = x.contiguous(), m = mean.contiguous(), v = var.contiguous();
     const int64_t features = m.numel(), rows = features == 0 ? 0 : xc.numel() / features;
@@ -330,13 +333,22 @@ class NormalizeLayer final : public Layer {
       detail::run_kernel([rows, features, clips, eps, lo, hi, in = static_cast<const T*>(xc.raw_data()),
                           m_in = static_cast<const T*>(m.raw_data()), v_in = static_cast<const T*>(v.raw_data()),
                           o = static_cast<T*>(out.raw_data())] {
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t j = 0; j < features; ++j) {
-            const T sd = std::sqrt(v_in[j]) + eps;
-            T y = (in[r * features + j] - m_in[j]) / sd;
-            if (clips) y = y < lo ? lo : (y > hi ? hi : y);
-            o[r * features + j] = y;
+        constexpr int64_t kBlock = 64;
+        T sd[kBlock];
+        for (int64_t j0 = 0; j0 < features; j0 += kBlock) {
+          const int64_t width = std::min(kBlock, features - j0);
+          for (int64_t j = 0; j < width; ++j) sd[j] = std::sqrt(v_in[j0 + j]) + eps;
+          for (int64_t r = 0; r < rows; ++r) {
+            const T* x_row = in + r * features + j0;
+            const T* mean_row = m_in + j0;
+            T* out_row = o + r * features + j0;
+            for (int64_t j = 0; j < width; ++j) {
+              T y = (x_row[j] - mean_row[j]) / sd[j];
+              if (clips) y = y < lo ? lo : (y > hi ? hi : y);
+              out_row[j] = y;
+            }
           }
+        }
       });
     });
     return out;

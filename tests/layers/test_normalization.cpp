@@ -319,16 +319,18 @@ TEST_CASE("layers: Normalize with float32 statistics equals the float64 update r
 TEST_CASE("layers: Normalize's one-kernel CPU forward equals its tensor-op form bit for bit") {
   // An input a tape follows takes the tensor ops (they are differentiable); any other CPU input of
   // the statistics' dtype the one kernel. Both, in every mode, float32 and float64, clipped or not,
-  // and with infinite inputs against finite statistics.
+  // and with infinite inputs against finite statistics; 70 features cross the kernel's block of 64
+  // per-feature divisors.
+  for (const int64_t features : {int64_t{3}, int64_t{70}})
   for (const DType dtype : {DType::float32, DType::float64}) {
     for (const double clip_at : {std::numeric_limits<double>::infinity(), 1.5}) {
-      INFO(dtype_name(dtype) << ", clip " << clip_at);
+      INFO(features << " features, " << dtype_name(dtype) << ", clip " << clip_at);
       LayerPtr norm = Normalize({std::numeric_limits<double>::infinity(), 1e-5, clip_at});
-      const Tensor x = test::random_tensor(Shape{5, 2, 3}, dtype, 81, -4.0, 6.0);
+      const Tensor x = test::random_tensor(Shape{5, 2, features}, dtype, 81, -4.0, 6.0);
       const Tensor with_inf =
           where(gt(x, full(x.shape(), 5.0, dtype)), full(x.shape(), std::numeric_limits<double>::infinity(), dtype), x);
       auto [w, s] = norm->init({ShapeDtype::of(x)});
-      s = norm->apply({test::random_tensor(Shape{7, 1, 3}, dtype, 82, -2.0, 9.0)}, w, s, Key(), Mode::collect).state;
+      s = norm->apply({test::random_tensor(Shape{7, 1, features}, dtype, 82, -2.0, 9.0)}, w, s, Key(), Mode::collect).state;
       for (const Mode mode : {Mode::train, Mode::eval, Mode::collect}) {
         for (const Tensor& input : {x, with_inf}) {
           INFO("mode " << mode_name(mode));
