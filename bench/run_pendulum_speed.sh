@@ -51,9 +51,15 @@ run_ctrax() {  # name, extra --set flags... (with no early stop either way)
   grep -o 'GEMM [0-9.]* GFLOP' "$work/out_${name}_$r" | awk '{print $2}' > "$work/gflop_${name}_$r" || true
   grep -o '"confirm/return_mean": [-0-9.e]*' "$dir/metrics.jsonl" | tail -1 | awk '{print $2}' > "$work/result_${name}_$r"
 }
-run_other() {  # the other program, once per core type listed
+run_other() {  # the other program, once per core type listed (reversed when $1 is "reversed")
   ((${#other[@]})) || return 0
-  for core in $other_cores; do
+  local cores=($other_cores) core
+  if [[ "${1:-}" == reversed ]]; then
+    local i reversed=()
+    for ((i = ${#cores[@]} - 1; i >= 0; --i)); do reversed+=("${cores[i]}"); done
+    cores=("${reversed[@]}")
+  fi
+  for core in "${cores[@]}"; do
     local name="other_$core" start
     local coretype=()
     [[ "$core" != auto ]] && coretype=(OPENBLAS_CORETYPE="$core")
@@ -74,12 +80,13 @@ for ((r = 0; r < rounds; ++r)); do
   bare=(--unset target_eval_return --set agent.n_eval_episodes=0 --set agent.checkpoint_every=1000000
         --set agent.n_confirm_episodes=1000 --set agent.n_confirm_envs=1000 --no-plot)
   # The like-for-like pair runs back to back, first one then the other in alternate rounds, so
-  # that each round compares the two under the same conditions (the paired line below the table).
+  # that each round compares the two under the same conditions (the paired line below the table;
+  # with several core types the first one listed is the one next to ctrax).
   if ((r % 2 == 0)); then
     run_ctrax compiled_bare "${bare[@]}"
     run_other
   else
-    run_other
+    run_other reversed
     run_ctrax compiled_bare "${bare[@]}"
   fi
   run_ctrax compiled "${full[@]}"
@@ -162,7 +169,7 @@ for name, label in names:
     lines.append(f"| {label} | {wall:.3f} s ({min(walls):.3f}-{max(walls):.3f}) | {statistics.median(x[1] for x in t) / 1024:.0f} MiB | "
                  + (f"{statistics.median(own):.1f} MiB" if own else "-") + f" | {throughput} | "
                  + (f"{statistics.median(res):.1f}" if res else "-") + " |")
-if other:
+if other and other_cores:
     # Round by round: the like-for-like row against the other program (its first core type),
     # which ran back to back with it.
     mine = {r: read_one("wall", "compiled_bare", r) for r in range(rounds)}
@@ -211,7 +218,8 @@ lines += ["", "Where the two configurations differ (RLtools' example in src/rl/e
           "--no-plot`). Routine evaluations draw seeds of their own and change nothing in training (docs/rl.md,",
           "Reproducibility), so a bare row trains exactly as the full row of the same networks does.",
           "\"ctrax, compiled, bare\" is the like-for-like row: the same networks (plus the std's output column), the",
-          "same work per epoch and the same outputs. RLtools' -Ofast build also flushes subnormal floats to zero (it",
+          "same work per epoch and the same outputs, without RLtools' observation normalisation (the configuration",
+          "has none; the normalised row adds it). RLtools' -Ofast build also flushes subnormal floats to zero (it",
           "links GCC's crtfastmath: `nm` shows set_fast_math); the row with flush_denormals = true computes that way",
           "too, and here flushing changes no result (the final returns agree to the last digit), only the time the",
           "subnormals' microcode assists took. The normalised row adds the observation normalisation RLtools uses",
