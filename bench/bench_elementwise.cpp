@@ -60,6 +60,7 @@ void BM_add(benchmark::State& s) { op_binary(s, [](const Tensor& a, const Tensor
 void BM_mul(benchmark::State& s) { op_binary(s, [](const Tensor& a, const Tensor& b) { return ctrax::mul(a, b); }); }
 void BM_exp(benchmark::State& s) { op_unary(s, [](const Tensor& x) { return ctrax::exp(x); }); }
 void BM_tanh(benchmark::State& s) { op_unary(s, [](const Tensor& x) { return ctrax::tanh(x); }); }
+void BM_log(benchmark::State& s) { op_unary(s, [](const Tensor& x) { return ctrax::log(x); }); }
 
 // The kernels alone, single-threaded, into a preallocated (already faulted-in) buffer.
 void BM_kernel_add(benchmark::State& state) {
@@ -82,6 +83,7 @@ void kernel_unary(benchmark::State& state, ctrax::kernels::UnaryKernel op) {
 }
 void BM_kernel_exp(benchmark::State& s) { kernel_unary(s, ctrax::kernels::UnaryKernel::exp); }
 void BM_kernel_tanh(benchmark::State& s) { kernel_unary(s, ctrax::kernels::UnaryKernel::tanh); }
+void BM_kernel_log(benchmark::State& s) { kernel_unary(s, ctrax::kernels::UnaryKernel::log); }
 
 void BM_broadcast_add_64x256(benchmark::State& state) {
   const Tensor a = ctrax::full(Shape{64, 256}, 1.5f), row = filled(256, 0.25f);
@@ -111,9 +113,11 @@ BENCHMARK(BM_add)->RangeMultiplier(16)->Range(kMin, kMax)->UseRealTime();
 BENCHMARK(BM_mul)->RangeMultiplier(16)->Range(kMin, kMax)->UseRealTime();
 BENCHMARK(BM_exp)->RangeMultiplier(16)->Range(kMin, kMax)->UseRealTime();
 BENCHMARK(BM_tanh)->RangeMultiplier(16)->Range(kMin, kMax)->UseRealTime();
+BENCHMARK(BM_log)->RangeMultiplier(16)->Range(kMin, kMax)->UseRealTime();
 BENCHMARK(BM_kernel_add)->RangeMultiplier(16)->Range(kMin, kMax);
 BENCHMARK(BM_kernel_exp)->RangeMultiplier(16)->Range(kMin, kMax);
 BENCHMARK(BM_kernel_tanh)->RangeMultiplier(16)->Range(kMin, kMax);
+BENCHMARK(BM_kernel_log)->RangeMultiplier(16)->Range(kMin, kMax);
 BENCHMARK(BM_broadcast_add_64x256)->UseRealTime();
 BENCHMARK(BM_overhead_add)->Arg(1)->Arg(4096);
 BENCHMARK(BM_overhead_mul)->Arg(1)->Arg(4096);

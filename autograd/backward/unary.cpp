@@ -149,14 +149,11 @@ void sigmoid_backward(const BackwardContext& c, std::span<Tensor> dx) {
   dx[0] = fused(g0(c), y0(c), [](auto g, auto y) { return g * y * (1 - y); },
                 [](const Tensor& g, const Tensor& y) { return g * y * (1.0 - y); }, kernels::ActivationBackward::sigmoid);
 }
-// softplus' = sigmoid(x), written so that exp never overflows.
+// softplus' = sigmoid(x), written so that exp never overflows (kernels::softplus_derivative:
+// the vectorised kernel's formula, float32 through vec_math as softplus itself).
 void softplus_backward(const BackwardContext& c, std::span<Tensor> dx) {
-  dx[0] = fused(g0(c), x0(c), [](auto g, auto x) {
-    using T = decltype(g);
-    const T e = std::exp(-std::fabs(x));
-    return g * (x >= 0 ? T(1) / (1 + e) : e / (1 + e));
-  },
-                [](const Tensor& g, const Tensor& x) { return g * sigmoid(x); });
+  dx[0] = fused(g0(c), x0(c), [](auto g, auto x) { return g * kernels::softplus_derivative(x); },
+                [](const Tensor& g, const Tensor& x) { return g * sigmoid(x); }, kernels::ActivationBackward::softplus);
 }
 // relu passes g where the output is positive (0 at x = 0). The hottest backward of small
 // networks, so it runs on the vectorised kernel (kernels/elementwise) when both are contiguous.

@@ -18,6 +18,7 @@ inline void backward_loop(const T* g, const T* y, T* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     if constexpr (Op == ActivationBackward::tanh) out[i] = g[i] * (T(1) - y[i] * y[i]);
     if constexpr (Op == ActivationBackward::sigmoid) out[i] = g[i] * y[i] * (T(1) - y[i]);
+    if constexpr (Op == ActivationBackward::softplus) out[i] = g[i] * softplus_derivative(y[i]);
   }
 }
 
@@ -26,6 +27,7 @@ inline void backward_switch(ActivationBackward op, const T* g, const T* y, T* ou
   switch (op) {
     case ActivationBackward::tanh: return backward_loop<ActivationBackward::tanh>(g, y, out, n);
     case ActivationBackward::sigmoid: return backward_loop<ActivationBackward::sigmoid>(g, y, out, n);
+    case ActivationBackward::softplus: return backward_loop<ActivationBackward::softplus>(g, y, out, n);
   }
 }
 

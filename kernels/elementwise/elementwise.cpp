@@ -113,6 +113,7 @@ inline void unary_switch(UnaryKernel op, const T* x, T* out, int64_t n) {
     case UnaryKernel::tanh: return unary_loop<UnaryKernel::tanh>(x, out, n);
     case UnaryKernel::sigmoid: return unary_loop<UnaryKernel::sigmoid>(x, out, n);
     case UnaryKernel::softplus: return unary_loop<UnaryKernel::softplus>(x, out, n);
+    case UnaryKernel::log: return unary_loop<UnaryKernel::log>(x, out, n);
   }
 }
 

@@ -1,7 +1,7 @@
 // Vectorised contiguous loops for the hot float32 / float64 elementwise ops.
 //
 // What it is for: the inner loop of add, sub, mul, div, maximum, minimum, neg, relu, square,
-// exp, tanh, sigmoid and softplus (and relu's backward, for autograd/) once the tensor layer (tensor/ops/unary.cpp, binary.cpp) has found a
+// exp, tanh, sigmoid, softplus and log (and relu's backward, for autograd/) once the tensor layer (tensor/ops/unary.cpp, binary.cpp) has found a
 // run of contiguous elements. The library is compiled for baseline x86-64; each loop is
 // compiled three times, for the portable baseline, for AVX2+FMA and for AVX-512, and the best
 // variant the CPU can run is picked once at first use (like kernels/gemm.h's micro-kernels).
@@ -12,7 +12,7 @@
 //
 // Semantics per element (the same as the tensor ops in tensor/ops.h):
 //   maximum/minimum propagate NaN; relu(x) = x <= 0 ? +0 : x (NaN stays NaN);
-//   float32 exp/tanh/sigmoid/softplus use kernels/elementwise/vec_math.h, float64 uses std::.
+//   float32 exp/tanh/sigmoid/softplus/log use kernels/elementwise/vec_math.h, float64 uses std::.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +23,7 @@ namespace ctrax::kernels {
 // relu_backward is the gradient of relu, a the incoming gradient and b relu's output:
 // b > 0 ? a : 0 (backward ops are kernels like any other, as in ggml).
 enum class BinaryKernel : uint8_t { add, sub, mul, div, maximum, minimum, relu_backward };
-enum class UnaryKernel : uint8_t { neg, relu, square, exp, tanh, sigmoid, softplus };
+enum class UnaryKernel : uint8_t { neg, relu, square, exp, tanh, sigmoid, softplus, log };
 
 // out[i] = a[i * a_step] (op) b[i * b_step] for 0 <= i < n. Each step is 1 (a contiguous run)
 // or 0 (one value broadcast over the run, e.g. the 0.5 of x * 0.5). out may equal a or b

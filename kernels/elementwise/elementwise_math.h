@@ -40,6 +40,7 @@ inline T unary_value(T x) {
     if constexpr (Op == UnaryKernel::tanh) return vec_math::tanh_f32(x);
     if constexpr (Op == UnaryKernel::sigmoid) return vec_math::sigmoid_f32(x);
     if constexpr (Op == UnaryKernel::softplus) return vec_math::softplus_f32(x);
+    if constexpr (Op == UnaryKernel::log) return vec_math::log_f32(x);
   } else {
     if constexpr (Op == UnaryKernel::exp) return std::exp(x);
     if constexpr (Op == UnaryKernel::tanh) return std::tanh(x);
@@ -49,6 +50,7 @@ inline T unary_value(T x) {
       return x < T(0) ? z * s : s;
     }
     if constexpr (Op == UnaryKernel::softplus) return (x > T(0) ? x : T(0)) + std::log1p(std::exp(-std::fabs(x)));
+    if constexpr (Op == UnaryKernel::log) return std::log(x);
   }
 }
 

@@ -56,6 +56,7 @@ constexpr int vector_kernel(OpId op) {
     case OpId::tanh: return static_cast<int>(UnaryKernel::tanh);
     case OpId::sigmoid: return static_cast<int>(UnaryKernel::sigmoid);
     case OpId::softplus: return static_cast<int>(UnaryKernel::softplus);
+    case OpId::log: return static_cast<int>(UnaryKernel::log);
     case OpId::add: return static_cast<int>(BinaryKernel::add);
     case OpId::sub: return static_cast<int>(BinaryKernel::sub);
     case OpId::mul: return static_cast<int>(BinaryKernel::mul);

@@ -226,7 +226,11 @@ Tensor sigmoid(const Tensor& x) {
     return real_unary<OpId::sigmoid>(x, [](auto v) { return ops_detail::vector_formula<OpId::sigmoid>(v); });
   });
 }
-Tensor log(const Tensor& x) { return traced_op(OpId::log, {&x}, [&] { return real_unary<OpId::log>(x, [](auto v) { return std::log(v); }); }); }
+Tensor log(const Tensor& x) {
+  return traced_op(OpId::log, {&x}, [&] {
+    return real_unary<OpId::log>(x, [](auto v) { return ops_detail::vector_formula<OpId::log>(v); });
+  });
+}
 Tensor log1p(const Tensor& x) { return traced_op(OpId::log1p, {&x}, [&] { return real_unary<OpId::log1p>(x, [](auto v) { return std::log1p(v); }); }); }
 Tensor expm1(const Tensor& x) { return traced_op(OpId::expm1, {&x}, [&] { return real_unary<OpId::expm1>(x, [](auto v) { return std::expm1(v); }); }); }
 Tensor sqrt(const Tensor& x) { return traced_op(OpId::sqrt, {&x}, [&] { return real_unary<OpId::sqrt>(x, [](auto v) { return std::sqrt(v); }); }); }

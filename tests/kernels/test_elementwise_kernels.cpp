@@ -37,7 +37,7 @@ const std::vector<BinaryKernel> kBinary = {BinaryKernel::add, BinaryKernel::sub,
                                            BinaryKernel::relu_backward};
 const std::vector<UnaryKernel> kUnary = {UnaryKernel::neg, UnaryKernel::relu, UnaryKernel::square,
                                          UnaryKernel::exp, UnaryKernel::tanh, UnaryKernel::sigmoid,
-                                         UnaryKernel::softplus};
+                                         UnaryKernel::softplus, UnaryKernel::log};
 const std::vector<int64_t> kLengths = {0, 1, 2, 3, 5, 6, 7, 8, 9, 14, 15, 16, 17, 31, 33, 64, 100, 257, 1000};
 
 // Restores automatic ISA choice when a test ends, even on failure.
@@ -226,9 +226,15 @@ TEST_CASE("elementwise kernels: ISA selection") {
   CHECK(std::string(kernels::elementwise_isa_name(ElementwiseIsa::avx2)) == "avx2");
 }
 
-TEST_CASE("elementwise kernels: float32 exp, tanh, sigmoid and softplus accuracy on every variant") {
+TEST_CASE("elementwise kernels: float32 exp, tanh, sigmoid, softplus and log accuracy on every variant") {
   IsaGuard guard;
   const std::vector<float> exp_xs = sweep(-110.0f, 90.0f, 100000);
+  // log's arguments: every binade from the smallest subnormal to the largest float (4,000 points
+  // spread over each power of two's range), and a dense sweep around 1, where the result is small.
+  std::vector<float> log_xs;
+  for (int e = -149; e <= 127; ++e)
+    for (int i = 0; i < 4000; ++i) log_xs.push_back(std::ldexp(1.0f + static_cast<float>(i) / 4000.0f, e));
+  const std::vector<float> near_one = sweep(0.5f, 2.0f, 100000);
   const std::vector<float> small_xs = sweep(-1.0f, 1.0f, 50000);
   const std::vector<float> wide_xs = sweep(-30.0f, 30.0f, 100000);
   for (ElementwiseIsa isa : kIsas) {
@@ -261,14 +267,18 @@ TEST_CASE("elementwise kernels: float32 exp, tanh, sigmoid and softplus accuracy
     const double softplus_err =
         std::max(max_ulp_error(exp_xs, through_kernel(UnaryKernel::softplus), softplus_ref, 1.0),
                  max_ulp_error(small_xs, through_kernel(UnaryKernel::softplus), softplus_ref, 1.0));
+    const auto log_ref = [](double x) { return std::log(x); };
+    const double log_err = std::max(max_ulp_error(log_xs, through_kernel(UnaryKernel::log), log_ref, 1.0),
+                                    max_ulp_error(near_one, through_kernel(UnaryKernel::log), log_ref, 1.0));
     MESSAGE(std::string(kernels::elementwise_isa_name(isa)) << ": max error exp " << exp_err << " ulp, tanh " << tanh_err
                                                << " ulp, sigmoid " << sigmoid_err << " ulp, softplus " << softplus_err
-                                               << " ulp");
+                                               << " ulp, log " << log_err << " ulp");
     CHECK(lanes_agree);
     CHECK(exp_err <= 1.5);
     CHECK(tanh_err <= 3.0);
     CHECK(sigmoid_err <= 3.0);
     CHECK(softplus_err <= 3.0);
+    CHECK(log_err <= 1.5);
   }
   // exact special values
   using namespace kernels::vec_math;
@@ -293,6 +303,17 @@ TEST_CASE("elementwise kernels: float32 exp, tanh, sigmoid and softplus accuracy
   CHECK(std::fabs(double(softplus_f32(0.0f)) - 0.6931471805599453) < 1e-7);  // log 2
   CHECK(std::isnan(softplus_f32(kNaNf)));
   CHECK(std::isnan(softplus_f32(-kNaNf)));
+  CHECK(log_f32(1.0f) == 0.0f);
+  CHECK(!std::signbit(log_f32(1.0f)));
+  CHECK(log_f32(0.0f) == -kInff);
+  CHECK(log_f32(-0.0f) == -kInff);
+  CHECK(log_f32(kInff) == kInff);
+  CHECK(std::isnan(log_f32(-kInff)));
+  CHECK(std::isnan(log_f32(-1.0f)));
+  CHECK(std::isnan(log_f32(-std::numeric_limits<float>::denorm_min())));
+  CHECK(std::isnan(log_f32(kNaNf)));
+  CHECK(log_f32(std::numeric_limits<float>::denorm_min()) == std::log(std::numeric_limits<float>::denorm_min()));
+  CHECK(log_f32(std::numeric_limits<float>::max()) == std::log(std::numeric_limits<float>::max()));
   CHECK(log1p_unit_f32(1e-40f) == 1e-40f);  // log1p z = z for denormal z
   CHECK(log1p_unit_f32(0.0f) == 0.0f);
 }
@@ -313,21 +334,36 @@ template <typename T>
 T sigmoid_backward_reference(T g, T y) {
   return g * y * (T(1) - y);
 }
+// softplus' = sigmoid(x): float32 through vec_math's sigmoid, float64 through std::exp.
+template <typename T>
+T softplus_backward_reference(T g, T x) {
+  if constexpr (std::is_same_v<T, float>) {
+    return g * kernels::vec_math::sigmoid_f32(x);
+  } else {
+    const T e = std::exp(-std::fabs(x));
+    return g * (x >= 0 ? T(1) / (1 + e) : e / (1 + e));
+  }
+}
 
 template <typename T>
 void check_activation_backward(ElementwiseIsa isa) {
   for (int64_t n : kLengths) {
     const std::vector<T> g = test_values<T>(n, 7 + static_cast<uint64_t>(n), -3.0, 3.0);
-    const std::vector<T> y = test_values<T>(n, 9 + static_cast<uint64_t>(n), -1.0, 1.0);
-    for (const auto op : {kernels::ActivationBackward::tanh, kernels::ActivationBackward::sigmoid}) {
+    const std::vector<T> outputs = test_values<T>(n, 9 + static_cast<uint64_t>(n), -1.0, 1.0);
+    const std::vector<T> inputs = test_values<T>(n, 11 + static_cast<uint64_t>(n), -30.0, 30.0);
+    for (const auto op : {kernels::ActivationBackward::tanh, kernels::ActivationBackward::sigmoid,
+                          kernels::ActivationBackward::softplus}) {
+      // tanh and sigmoid read the op's output, softplus its input
+      const std::vector<T>& y = op == kernels::ActivationBackward::softplus ? inputs : outputs;
       std::vector<T> out(static_cast<size_t>(n), T(-7));
       kernels::activation_backward(op, g.data(), y.data(), out.data(), n);
       std::vector<T> in_place = g;  // out may be g
       kernels::activation_backward(op, in_place.data(), y.data(), in_place.data(), n);
       bool all_same = true;
       for (int64_t i = 0; i < n; ++i) {
-        const T want = op == kernels::ActivationBackward::tanh ? tanh_backward_reference(g[i], y[i])
-                                                               : sigmoid_backward_reference(g[i], y[i]);
+        const T want = op == kernels::ActivationBackward::tanh      ? tanh_backward_reference(g[i], y[i])
+                       : op == kernels::ActivationBackward::sigmoid ? sigmoid_backward_reference(g[i], y[i])
+                                                                    : softplus_backward_reference(g[i], y[i]);
         all_same = all_same && same(out[i], want) && same(in_place[i], want);
       }
       CHECK_MESSAGE(all_same, "n = " << n << ", op " << static_cast<int>(op));
@@ -337,7 +373,7 @@ void check_activation_backward(ElementwiseIsa isa) {
 
 }  // namespace
 
-TEST_CASE("elementwise kernels: tanh and sigmoid backward equal the plain expression bit for bit on every ISA") {
+TEST_CASE("elementwise kernels: tanh, sigmoid and softplus backward equal the plain expression bit for bit on every ISA") {
   for_each_supported_isa([](ElementwiseIsa isa) {
     check_activation_backward<float>(isa);
     check_activation_backward<double>(isa);
@@ -363,7 +399,7 @@ TEST_CASE("elementwise kernels: the baseline unary loop gives the scalar formula
                           -std::numeric_limits<T>::min() / T(8), T(1e-30), T(88.5), T(-104.5)};
     for (size_t i = 0; i < std::size(specials); ++i) x[3 * i + 1] = specials[i];
     for (const UnaryKernel op : {UnaryKernel::neg, UnaryKernel::relu, UnaryKernel::square, UnaryKernel::exp,
-                                 UnaryKernel::tanh, UnaryKernel::sigmoid, UnaryKernel::softplus}) {
+                                 UnaryKernel::tanh, UnaryKernel::sigmoid, UnaryKernel::softplus, UnaryKernel::log}) {
       std::vector<T> want(x.size());
       for (size_t i = 0; i < x.size(); ++i) {
         switch (op) {
@@ -374,6 +410,7 @@ TEST_CASE("elementwise kernels: the baseline unary loop gives the scalar formula
           case UnaryKernel::tanh: want[i] = ctrax::kernels::unary_value<UnaryKernel::tanh>(x[i]); break;
           case UnaryKernel::sigmoid: want[i] = ctrax::kernels::unary_value<UnaryKernel::sigmoid>(x[i]); break;
           case UnaryKernel::softplus: want[i] = ctrax::kernels::unary_value<UnaryKernel::softplus>(x[i]); break;
+          case UnaryKernel::log: want[i] = ctrax::kernels::unary_value<UnaryKernel::log>(x[i]); break;
         }
       }
       for (int64_t n = 1; n <= 40; ++n) {
