@@ -321,6 +321,7 @@ TEST_CASE("unary: short rows run down their columns (strided_loop's RunOrder::an
                  {"softplus", [](const Tensor& t) { return softplus(t); }},
                  {"neg", [](const Tensor& t) { return neg(t); }},
                  {"log1p of abs", [](const Tensor& t) { return log1p(abs(t)); }},
+                 {"log (NaN for the negative half)", [](const Tensor& t) { return log(t); }},
                  {"isfinite", [](const Tensor& t) { return isfinite(t); }}}) {
           // (A named pair, not a structured binding: clang cannot capture one in INFO's lambda.)
           const std::string& how = input.first;
