@@ -49,6 +49,46 @@ class DenseLayer final : public Layer {
   DenseOptions options_;
 };
 
+class LearnedColumnsLayer final : public Layer {
+ public:
+  LearnedColumnsLayer(int64_t n, Initializer init)
+      : Layer("LearnedColumns_" + std::to_string(n), 1, 1), n_(n), init_(std::move(init)) {
+    CTRAX_REQUIRE(n_ >= 1, "LearnedColumns: n must be >= 1, got ", n_);
+    CTRAX_REQUIRE(init_ != nullptr, "LearnedColumns: the initializer is empty");
+  }
+
+ protected:
+  std::pair<Tree, Tree> init_weights_and_state(const Signature& input, Key rng, LayerPass&) override {
+    const ShapeDtype& x = input[0];
+    if (x.shape.rank() < 1) fail("input is a rank-0 tensor; LearnedColumns needs a last axis of features");
+    if (!is_floating(x.dtype)) fail(std::string("input dtype ") + dtype_name(x.dtype) + " is not a float dtype");
+    Tree::Dict w;
+    w["columns"] = init_(rng, Shape{n_}, x.dtype);
+    return {Tree(std::move(w)), Tree()};
+  }
+
+  LayerResult forward(const Stack& inputs, const Tree& weights, const Tree& state, Key, Mode,
+                      LayerPass&) const override {
+    const Tensor& x = inputs[0];
+    const Tensor& columns = weights["columns"].leaf();
+    if (x.rank() < 1) fail("input is a rank-0 tensor; LearnedColumns needs a last axis of features");
+    if (x.dtype() != columns.dtype())
+      fail(std::string("input dtype ") + dtype_name(x.dtype()) + " differs from the columns' dtype " +
+           dtype_name(columns.dtype()));
+    // The vector viewed as [1, ..., 1, n] and broadcast over x's rows: expand's backward sums
+    // the rows' gradients into it.
+    Shape ones = Shape::filled(x.rank(), 1);
+    ones[x.rank() - 1] = n_;
+    Shape rows = x.shape();
+    rows[rows.rank() - 1] = n_;
+    return {{concatenate({x, columns.reshape(ones).expand(rows)}, -1)}, state};
+  }
+
+ private:
+  int64_t n_;
+  Initializer init_;
+};
+
 LayerPtr unary(std::string name, std::function<Tensor(const Tensor&)> f) {
   CTRAX_REQUIRE(f != nullptr, "layer ", name, ": the function is empty");
   return Fn(std::move(name), std::move(f));
@@ -57,6 +97,10 @@ LayerPtr unary(std::string name, std::function<Tensor(const Tensor&)> f) {
 }  // namespace
 
 LayerPtr Dense(int64_t n_units, DenseOptions options) { return std::make_shared<DenseLayer>(n_units, std::move(options)); }
+
+LayerPtr LearnedColumns(int64_t n, Initializer init) {
+  return std::make_shared<LearnedColumnsLayer>(n, std::move(init));
+}
 
 LayerPtr Relu() { return unary("Relu", [](const Tensor& x) { return relu(x); }); }
 LayerPtr LeakyRelu(double a) {

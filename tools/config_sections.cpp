@@ -277,8 +277,13 @@ const OptionTable<DistributionSection>& distribution_keys() {
     t.number("std", &O::std, 1e-9, 1e9, "the Gaussian's initial standard deviation")
         .only_if(box, needs_box, "Box action spaces only");
     t.choice("learn_std", &O::learn_std,
-             {{"none", LearnStd::none}, {"shared", LearnStd::shared}, {"separate", LearnStd::separate}},
-             "whether the std is learned: none, one per action (shared) or an output of the network (separate)")
+             {{"none", LearnStd::none},
+              {"shared", LearnStd::shared},
+              {"separate", LearnStd::separate},
+              {"state_independent", LearnStd::state_independent}},
+             "whether the std is learned: none, one output of the network for all actions (shared), one per "
+             "action (separate), or a learned log std per action that does not depend on the state "
+             "(state_independent, std = exp(log_std), starting at std)")
         .only_if(box, needs_box, "Box action spaces only");
     return t;
   }();

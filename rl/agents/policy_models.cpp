@@ -1,12 +1,32 @@
 // Policy networks sized by their action space or distribution (see policy_models.h).
 #include "policy_models.h"
 
+#include <string>
 #include <utility>
+
+#include "../../layers/combinators.h"
+#include "../../layers/core.h"
 
 namespace ctrax {
 
 namespace {
 int64_t width_for(const Space& actions) { return create_distribution(actions)->n_inputs(); }
+
+// The head's outputs: the distribution's inputs less those it learns independently of the state.
+int64_t head_width(const Distribution& distribution) {
+  return distribution.n_inputs() - distribution.n_state_independent_inputs();
+}
+
+// The model, with the state-independent inputs appended after the distribution inputs (the
+// first output) as one learned vector, zeros at the start.
+LayerPtr with_state_independent_inputs(LayerPtr model, const Distribution& distribution, bool two_outputs) {
+  const int64_t n = distribution.n_state_independent_inputs();
+  if (n == 0) return model;
+  const std::string name = model->name();
+  LayerPtr columns = LearnedColumns(n);
+  return Serial({std::move(model), two_outputs ? Parallel({std::move(columns), nullptr}) : std::move(columns)},
+                name);
+}
 }  // namespace
 
 LayerPtr Policy(const Space& actions, LayerFactory body, LayerFactory normalizer, double head_init_range) {
@@ -16,11 +36,13 @@ LayerPtr Policy(const Space& actions, LayerFactory body, LayerFactory normalizer
   return Policy(width_for(actions), std::move(body), std::move(normalizer), head_init);
 }
 LayerPtr Policy(const Distribution& distribution, LayerFactory body, LayerFactory normalizer, double head_init_range) {
-  return Policy(distribution.n_inputs(), std::move(body), std::move(normalizer), head_init_range);
+  return with_state_independent_inputs(
+      Policy(head_width(distribution), std::move(body), std::move(normalizer), head_init_range), distribution, false);
 }
 LayerPtr Policy(const Distribution& distribution, LayerFactory body, LayerFactory normalizer,
                 const Initializer& head_init) {
-  return Policy(distribution.n_inputs(), std::move(body), std::move(normalizer), head_init);
+  return with_state_independent_inputs(
+      Policy(head_width(distribution), std::move(body), std::move(normalizer), head_init), distribution, false);
 }
 
 LayerPtr PolicyAndValue(const Space& actions, LayerFactory body, LayerFactory normalizer, double head_init_range,
@@ -33,12 +55,15 @@ LayerPtr PolicyAndValue(const Space& actions, LayerFactory body, LayerFactory no
 }
 LayerPtr PolicyAndValue(const Distribution& distribution, LayerFactory body, LayerFactory normalizer,
                         double head_init_range, bool joint) {
-  return PolicyAndValue(distribution.n_inputs(), std::move(body), std::move(normalizer), head_init_range, joint);
+  return with_state_independent_inputs(
+      PolicyAndValue(head_width(distribution), std::move(body), std::move(normalizer), head_init_range, joint),
+      distribution, true);
 }
 LayerPtr PolicyAndValue(const Distribution& distribution, LayerFactory body, LayerFactory normalizer,
                         const Initializer& policy_head_init, const Initializer& value_head_init) {
-  return PolicyAndValue(distribution.n_inputs(), std::move(body), std::move(normalizer), policy_head_init,
-                        value_head_init);
+  return with_state_independent_inputs(PolicyAndValue(head_width(distribution), std::move(body), std::move(normalizer),
+                                                      policy_head_init, value_head_init),
+                                       distribution, true);
 }
 
 }  // namespace ctrax

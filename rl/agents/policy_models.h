@@ -3,7 +3,9 @@
 // or for create_distribution(actions) (Categorical(n) for Discrete(n), a Gaussian with a fixed std
 // for a Box), so that nobody counts outputs by hand (Trax's Policy takes the distribution the same
 // way, SB3 its action space). The other arguments are those of the int forms in layers/models.h,
-// which stay for hand-made heads.
+// which stay for hand-made heads. A distribution with state-independent inputs (a Gaussian with
+// LearnStd::state_independent) gets a head for the others and those as LearnedColumns after it
+// (zeros at the start), inside a Serial of the same name.
 #pragma once
 
 #include "../../layers/models.h"

@@ -6,6 +6,7 @@
 #include <limits>
 #include <numbers>
 #include <sstream>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -167,7 +168,8 @@ Tensor Categorical::entropy(const Tensor& inputs) const {
 Gaussian::Gaussian(Shape shape, double std, LearnStd learn_std) : shape_(shape), std_(std), learn_std_(learn_std) {
   check_event_shape("Gaussian", shape_);
   CTRAX_REQUIRE(std::isfinite(std_) && std_ > 0.0, "Gaussian: std must be finite and > 0, got ", std_);
-  CTRAX_REQUIRE(learn_std_ == LearnStd::none || learn_std_ == LearnStd::shared || learn_std_ == LearnStd::separate,
+  CTRAX_REQUIRE(learn_std_ == LearnStd::none || learn_std_ == LearnStd::shared || learn_std_ == LearnStd::separate ||
+                    learn_std_ == LearnStd::state_independent,
                 "Gaussian: learn_std has the invalid value ", static_cast<int>(learn_std_));
 }
 
@@ -178,6 +180,7 @@ std::string Gaussian::name() const {
   out << "std " << std_;
   if (learn_std_ == LearnStd::shared) out << ", learned shared std";
   if (learn_std_ == LearnStd::separate) out << ", learned separate std";
+  if (learn_std_ == LearnStd::state_independent) out << ", learned state-independent std";
   out << ")";
   return out.str();
 }
@@ -187,10 +190,20 @@ int64_t Gaussian::n_inputs() const {
   switch (learn_std_) {
     case LearnStd::none: return d;
     case LearnStd::shared: return d + 1;
-    case LearnStd::separate: return 2 * d;
+    case LearnStd::separate:
+    case LearnStd::state_independent: return 2 * d;
   }
   CTRAX_CHECK(false, "unknown LearnStd");
   return d;
+}
+
+int64_t Gaussian::n_state_independent_inputs() const {
+  return learn_std_ == LearnStd::state_independent ? shape_.numel() : 0;
+}
+
+Tensor Gaussian::log_std_of(const Tensor& inputs, const Shape& full_shape) const {
+  const int64_t d = shape_.numel();
+  return add(inputs.slice(-1, d, 2 * d), std::log(std_)).reshape(full_shape);
 }
 
 namespace {
@@ -221,6 +234,9 @@ std::pair<Tensor, Tensor> Gaussian::mean_and_std(const Tensor& inputs) const {
     case LearnStd::separate:
       stdev = softplus(add(inputs.slice(-1, d, 2 * d), std_)).reshape(full_shape);
       break;
+    case LearnStd::state_independent:
+      stdev = exp(log_std_of(inputs, full_shape));
+      break;
   }
   return {mean, stdev};
 }
@@ -250,20 +266,30 @@ Tensor Gaussian::log_prob(const Tensor& inputs, const Tensor& point) const {
   check_point_shape(*this, inputs, point, lead);
   CTRAX_REQUIRE(is_floating(point.dtype()), name(), ".log_prob: point has dtype ", point.dtype(),
                 ", expected float32 or float64");
-  const auto [mean, stdev] = mean_and_std(inputs);
   // log N(x; mu, sigma^2) = -(x - mu)^2 / (2 sigma^2) - log sigma - log(2 pi) / 2, summed over
-  // the event's (independent) elements.
+  // the event's (independent) elements. A state-independent std has its log at hand.
+  Tensor mean, stdev, log_stdev;
+  if (learn_std_ == LearnStd::state_independent) {
+    mean = mean_of(inputs, lead, shape_);
+    log_stdev = log_std_of(inputs, concat_shapes(lead, shape_));
+    stdev = exp(log_stdev);
+  } else {
+    std::tie(mean, stdev) = mean_and_std(inputs);
+    log_stdev = log(stdev);
+  }
   const Tensor z = div(sub(point, mean), stdev);
-  const Tensor per_element = add(add(mul(square(z), 0.5), log(stdev)), kHalfLog2Pi);
+  const Tensor per_element = add(add(mul(square(z), 0.5), log_stdev), kHalfLog2Pi);
   return neg(sum_event(per_element, shape_.rank()));
 }
 
 Tensor Gaussian::entropy(const Tensor& inputs) const {
-  check_inputs(*this, inputs, "entropy");
-  const auto [mean, stdev] = mean_and_std(inputs);
+  const Shape lead = check_inputs(*this, inputs, "entropy");
   // H(N(mu, sigma^2)) = log sigma + (1 + log 2 pi) / 2 = log(sigma sqrt(2 pi e)) per element.
   // Trax writes exp(sigma) for log sigma; this is the textbook formula.
-  return sum_event(add(log(stdev), 0.5 + kHalfLog2Pi), shape_.rank());
+  const Tensor log_stdev = learn_std_ == LearnStd::state_independent
+                               ? log_std_of(inputs, concat_shapes(lead, shape_))
+                               : log(mean_and_std(inputs).second);
+  return sum_event(add(log_stdev, 0.5 + kHalfLog2Pi), shape_.rank());
 }
 
 // ---- Factory and layers -------------------------------------------------------------------------

@@ -10,7 +10,9 @@
 // integers in [0, n). A -inf logit (a masked action) is never sampled and adds 0 (not NaN) to
 // the entropy and its gradient; sampling throws on NaN logits or a group of all -inf.
 // Gaussian(shape, std, learn_std): the d = prod(shape) means first, then nothing (none), one raw
-// std (shared) or d of them (separate), std = softplus(raw + std).
+// std (shared) or d of them (separate), std = softplus(raw + std); or d raw log stds
+// (state_independent), std = exp(raw + log(std)), which Policy(distribution) makes one learned
+// vector for every state (LearnedColumns, zeros at first, so the std starts at `std`).
 #pragma once
 
 #include <cstdint>
@@ -41,6 +43,11 @@ class Distribution {
   virtual Tensor sample(const Tensor& inputs, Key key, double temperature = 1.0) const = 0;
   virtual Tensor log_prob(const Tensor& inputs, const Tensor& point) const = 0;
   virtual Tensor entropy(const Tensor& inputs) const = 0;
+  // How many of the last inputs are learned parameters the same for every state rather than
+  // outputs of the policy's head (a Gaussian's state-independent log std): Policy(distribution)
+  // gives its Dense head the other n_inputs() - n_state_independent_inputs() outputs and appends
+  // these with LearnedColumns.
+  virtual int64_t n_state_independent_inputs() const { return 0; }
 };
 
 using DistributionPtr = std::shared_ptr<const Distribution>;
@@ -63,7 +70,11 @@ class Categorical final : public Distribution {
   Shape shape_;
 };
 
-enum class LearnStd { none, shared, separate };
+// none: a fixed std; shared: one learned std for all the event's elements, an output of the
+// network; separate: one per element, outputs of the network (Trax's three); state_independent:
+// one per element, a learned vector independent of the state (Stable-Baselines3's, CleanRL's
+// and RLtools' log_std), exp(raw + log std) rather than softplus.
+enum class LearnStd { none, shared, separate, state_independent };
 
 class Gaussian final : public Distribution {
  public:
@@ -76,10 +87,15 @@ class Gaussian final : public Distribution {
   Tensor sample(const Tensor& inputs, Key key, double temperature = 1.0) const override;
   Tensor log_prob(const Tensor& inputs, const Tensor& point) const override;
   Tensor entropy(const Tensor& inputs) const override;
+  int64_t n_state_independent_inputs() const override;
+  LearnStd learn_std() const { return learn_std_; }
   // The means and standard deviations, [..., event shape] each, from the inputs.
   std::pair<Tensor, Tensor> mean_and_std(const Tensor& inputs) const;
 
  private:
+  // state_independent: raw + log(std), [..., event shape].
+  Tensor log_std_of(const Tensor& inputs, const Shape& full_shape) const;
+
   Shape shape_;
   double std_;
   LearnStd learn_std_;

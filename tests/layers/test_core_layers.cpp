@@ -1,4 +1,4 @@
-// Core layers: Dense, the activations, the weightless layers, initializers, MLP.
+// Core layers: Dense, LearnedColumns, the activations, the weightless layers, initializers, MLP.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -65,6 +65,49 @@ TEST_CASE("layers: Dense computes x W + b with Glorot-uniform kernel and tiny bi
   check_error([] { Dense(0); }, {"Dense: n_units must be >= 1"});
   check_error([&] { dense->apply({test::random_tensor(Shape{4, 6}, DType::float64, 1)}, w, s); },
               {"Dense_3: input has last dimension 6, expected 5"});
+}
+
+TEST_CASE("layers: LearnedColumns appends one learned vector to every row") {
+  LayerPtr layer = LearnedColumns(2);
+  const Tensor x = test::random_tensor(Shape{3, 4}, DType::float64, 5);
+  auto [w, s] = layer->init({ShapeDtype::of(x)}, Key(1));
+  const Tensor& columns = w["columns"].leaf();
+  CHECK(columns.shape() == Shape{2});
+  CHECK(columns.dtype() == DType::float64);
+  CHECK(columns.to_vector<double>() == std::vector<double>{0.0, 0.0});  // zeros by default
+  // Given columns: every row is x's row followed by them, whatever x holds.
+  Tree given = w;
+  given["columns"] = Tree(tensor({0.25, -1.5}, {2}));
+  const Tensor y = layer->apply({x}, given, s).outputs[0];
+  CHECK(y.shape() == Shape{3, 6});
+  check_close(y.slice(1, 0, 4), x, kTight);
+  CHECK(y.slice(1, 4, 6).to_vector<double>() == std::vector<double>{0.25, -1.5, 0.25, -1.5, 0.25, -1.5});
+  // The columns' gradient sums the rows' (a weighted sum makes each row count differently);
+  // x's gradient is the upstream gradient of x's own columns.
+  const Tensor weights_of_rows = test::random_tensor(Shape{3, 6}, DType::float64, 6);
+  auto r = value_and_grad(
+      [&](const Tensor& c) {
+        Tree t = w;
+        t["columns"] = Tree(c);
+        return sum(mul(layer->apply({x}, t, s).outputs[0], weights_of_rows));
+      })(tensor({0.25, -1.5}, {2}));
+  check_close(r.grad, sum(weights_of_rows.slice(1, 4, 6), {0}), kTight);
+  check_layer_gradients(LearnedColumns(3, normal_init(0.5)), x);
+  // Leading axes and a single row.
+  check_layer_gradients(LearnedColumns(1, normal_init(0.5)), test::random_tensor(Shape{2, 3, 4}, DType::float64, 7));
+  CHECK((*LearnedColumns(2))(test::random_tensor(Shape{4}, DType::float64, 8)).shape() == Shape{6});
+  // float32 inputs get float32 columns.
+  LayerPtr f32 = LearnedColumns(2, constant_init(0.5));
+  CHECK((*f32)(zeros({2, 3}, DType::float32)).to_vector<float>() ==
+        std::vector<float>{0, 0, 0, 0.5f, 0.5f, 0, 0, 0, 0.5f, 0.5f});
+  check_error([] { LearnedColumns(0); }, {"LearnedColumns: n must be >= 1, got 0"});
+  check_error([] { LearnedColumns(2, nullptr); }, {"LearnedColumns: the initializer is empty"});
+  check_error([] { LearnedColumns(2)->init({ShapeDtype{Shape{}, DType::float32}}); },
+              {"LearnedColumns_2", "rank-0"});
+  check_error([] { LearnedColumns(2)->init({ShapeDtype{Shape{3, 2}, DType::int64}}); },
+              {"LearnedColumns_2", "int64", "not a float dtype"});
+  check_error([&] { layer->apply({test::random_tensor(Shape{3, 4}, DType::float32, 5)}, w, s); },
+              {"LearnedColumns_2", "float32", "float64"});
 }
 
 TEST_CASE("layers: activations against their formulas, with gradients") {

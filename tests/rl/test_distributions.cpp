@@ -266,6 +266,26 @@ TEST_CASE("Gaussian: properties, mean_and_std in every std mode, log_prob and en
   check_values(separate.log_prob(f64({1.0, 2.0, -0.3, 0.1}, Shape{1, 4}), f64({x0, x1}, Shape{1, 2})), {want});
   check_values(separate.entropy(f64({1.0, 2.0, -0.3, 0.1}, Shape{1, 4})),
                {std::log(softplus(0.2)) + std::log(softplus(0.6)) + 1.0 + kLog2Pi});
+
+  // state_independent: std_i = 0.5 exp(raw_i), the raw log stds at the end of each row (the
+  // policy builder makes them one learned vector; the distribution takes any values).
+  const Gaussian independent(Shape{2}, 0.5, LearnStd::state_independent);
+  CHECK(independent.n_inputs() == 4);
+  CHECK(independent.n_state_independent_inputs() == 2);
+  CHECK(separate.n_state_independent_inputs() == 0);
+  CHECK(Gaussian(Shape{2, 3}, 1.0, LearnStd::state_independent).n_state_independent_inputs() == 6);
+  CHECK(independent.name() == "Gaussian(shape [2], std 0.5, learned state-independent std)");
+  const Tensor rows = f64({1.0, 2.0, -0.3, 0.1, 3.0, 4.0, 0.0, 0.0}, Shape{2, 4});
+  const auto [m3, s3] = independent.mean_and_std(rows);
+  check_values(m3, {1.0, 2.0, 3.0, 4.0});
+  check_values(s3, {0.5 * std::exp(-0.3), 0.5 * std::exp(0.1), 0.5, 0.5});
+  const double ls0 = std::log(0.5) - 0.3, ls1 = std::log(0.5) + 0.1;
+  const double want3 = -(std::pow(x0 - 1.0, 2) / (2 * std::exp(2 * ls0)) + ls0 +
+                         std::pow(x1 - 2.0, 2) / (2 * std::exp(2 * ls1)) + ls1 + kLog2Pi);
+  const double want4 = -(std::pow(x0 - 3.0, 2) / (2 * 0.25) + std::pow(x1 - 4.0, 2) / (2 * 0.25) +
+                         2 * std::log(0.5) + kLog2Pi);
+  check_values(independent.log_prob(rows, f64({x0, x1, x0, x1}, Shape{2, 2})), {want3, want4});
+  check_values(independent.entropy(rows), {ls0 + ls1 + 1.0 + kLog2Pi, 2 * std::log(0.5) + 1.0 + kLog2Pi});
 }
 
 TEST_CASE("Gaussian with an event shape: leading axes 4x5, event shape 2") {
@@ -296,7 +316,7 @@ TEST_CASE("Gaussian with an event shape: leading axes 4x5, event shape 2") {
 }
 
 TEST_CASE("Gaussian: gradcheck of log_prob and entropy in every std mode") {
-  for (LearnStd mode : {LearnStd::none, LearnStd::shared, LearnStd::separate}) {
+  for (LearnStd mode : {LearnStd::none, LearnStd::shared, LearnStd::separate, LearnStd::state_independent}) {
     for (const Shape& event : {Shape{}, Shape{2}, Shape{2, 2}}) {
       const Gaussian dist(event, 0.7, mode);
       INFO(dist.name());
@@ -350,7 +370,7 @@ TEST_CASE("Gaussian sampling: mean + T std N(0, 1), and the mean at T = 0") {
 
 TEST_CASE("Gaussian: the density integrates to 1 and the entropy is -integral p log p") {
   // One dimension, each std mode: a Riemann sum over mean +- 12 sigma.
-  for (LearnStd mode : {LearnStd::none, LearnStd::shared, LearnStd::separate}) {
+  for (LearnStd mode : {LearnStd::none, LearnStd::shared, LearnStd::separate, LearnStd::state_independent}) {
     const Gaussian dist(Shape{}, 1.3, mode);
     const Tensor one = mode == LearnStd::none ? f64({0.4}) : f64({0.4, 0.9});
     const double sigma = dist.mean_and_std(one).second.item<double>();

@@ -41,3 +41,33 @@ TEST_CASE("PolicyAndValue built from a space gives the distribution inputs and o
   CHECK(output_shapes(PolicyAndValue(shared, body(), nullptr, orthogonal(0.01), orthogonal(1.0))) ==
         std::vector<Shape>{Shape{2, 5, 3}, Shape{2, 5}});
 }
+
+TEST_CASE("A state-independent std is one learned vector after the head, the same for every state") {
+  const Gaussian independent(Shape{2}, 2.0, LearnStd::state_independent);
+  REQUIRE(independent.n_inputs() == 4);
+  const Tensor obs = normal(Key(1), {2, 5, 4});
+  for (bool joint : {true, false}) {
+    for (const LayerPtr& model : {Policy(independent, body()), Policy(independent, body(), nullptr, orthogonal(0.01)),
+                                  PolicyAndValue(independent, body(), nullptr, 0.0, joint),
+                                  PolicyAndValue(independent, body(), nullptr, orthogonal(0.01), orthogonal(1.0))}) {
+      INFO(model->name());
+      const bool two_outputs = model->n_out() == 2;
+      CHECK(model->name() == (two_outputs ? "PolicyAndValue" : "Policy"));
+      const auto [weights, state] = model->init({{obs.shape(), obs.dtype()}}, Key(2));
+      const Stack out = model->apply({obs}, weights, state, Key(), Mode::eval).outputs;
+      REQUIRE(out[0].shape() == Shape{2, 5, 4});
+      if (two_outputs) CHECK(out[1].shape() == Shape{2, 5});
+      // The last two columns start at zero on every row, so the std starts at 2 everywhere.
+      CHECK(max(abs(out[0].slice(-1, 2, 4))).item<double>() == 0.0);
+      const auto [mean, stdev] = independent.mean_and_std(out[0]);
+      CHECK(min(stdev).item<double>() == 2.0);
+      CHECK(max(stdev).item<double>() == 2.0);
+      // The means depend on the observation, the log stds on nothing: a gradient reaches the
+      // learned vector as the sum over every row's.
+      const auto r = value_and_grad(
+          [&](const Tree& w) { return sum(model->apply({obs}, w, state, Key(), Mode::eval).outputs[0]); })(weights);
+      const Tree& columns = two_outputs ? r.grad[1][0] : r.grad[1];  // Serial(model, [Parallel of] LearnedColumns)
+      CHECK(columns["columns"].leaf().to_vector<double>() == std::vector<double>{10.0, 10.0});
+    }
+  }
+}

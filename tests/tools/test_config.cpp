@@ -170,6 +170,19 @@ TEST_CASE("Run configs: bad configurations are refused with the file, the line a
   // A Gaussian's options on a continuous environment are accepted.
   CHECK_NOTHROW(read("algorithm = \"PPO\"\n[task]\nenv = \"Pendulum-v1\"\n[agent]\nn_trajectories_per_epoch = 2\n"
                      "[policy.distribution]\nstd = 0.5\nlearn_std = \"shared\"\n"));
+  const ctrax::tools::RunConfig independent =
+      read("algorithm = \"PPO\"\n[task]\nenv = \"Pendulum-v1\"\n[agent]\nn_trajectories_per_epoch = 2\n"
+           "[policy.distribution]\nstd = 2.0\nlearn_std = \"state_independent\"\n");
+  const auto* gaussian = dynamic_cast<const ctrax::Gaussian*>(independent.policy.distribution.get());
+  REQUIRE(gaussian != nullptr);
+  CHECK(gaussian->learn_std() == ctrax::LearnStd::state_independent);
+  CHECK(gaussian->name() == "Gaussian(shape [1], std 2, learned state-independent std)");
+  // Its network: a head for the mean, then the learned log std.
+  const ctrax::LayerPtr policy = independent.make_policy_model();
+  CHECK(policy->sublayers().back()->name() == "LearnedColumns_1");
+  CHECK_THROWS_WITH_AS(read("algorithm = \"PPO\"\n[task]\nenv = \"Pendulum-v1\"\n[agent]\nn_trajectories_per_epoch = 2\n"
+                            "[policy.distribution]\nlearn_std = \"independent\"\n"),
+                       doctest::Contains("none, shared, separate, state_independent"), Error);
 }
 
 TEST_CASE("Run configs: Q-value baselines and SamplingAWR") {
@@ -309,16 +322,35 @@ TEST_CASE("Run configs: compiled training steps give the eager run's checkpoints
   fs::remove_all(root);
   std::vector<std::string> fallbacks;  // a compiled step that fell back to eager says so here
   const ctrax::CompileLogSink previous = ctrax::set_compile_log_sink([&](const std::string& l) { fallbacks.push_back(l); });
-  // Separate and joint networks, discrete and continuous actions, annealed rate and clip range.
-  for (const char* name : {"ppo_cartpole", "ppo_pendulum_rltools", "ppo_joint_cartpole", "a2c_cartpole",
-                           "awr_cartpole", "policy_gradient_cartpole_v0"}) {
-    CAPTURE(std::string(name));
+  // Separate and joint networks, discrete and continuous actions, annealed rate and clip range,
+  // a Gaussian's std as a network output (ppo_pendulum) and as a state-independent vector
+  // (ppo_pendulum_rltools; the joint network on Pendulum).
+  struct Case {
+    std::string name;
+    std::vector<std::string> overrides;
+  };
+  const std::vector<Case> cases = {
+      {"ppo_cartpole", {}},
+      {"ppo_pendulum", {}},
+      {"ppo_pendulum_rltools", {}},
+      {"ppo_joint_cartpole", {}},
+      {"ppo_joint_cartpole",
+       {"task.env=Pendulum-v1", "joint.distribution.learn_std=state_independent", "joint.distribution.std=2.0"}},
+      {"a2c_cartpole", {}},
+      {"awr_cartpole", {}},
+      {"policy_gradient_cartpole_v0", {}}};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string& name = cases[i].name;
+    CAPTURE(name);
+    CAPTURE(cases[i].overrides.size());
     std::map<std::string, ctrax::Tensor> tensors[2];
     for (int compiled = 0; compiled < 2; ++compiled) {
-      toml::table table = parse_config_file(fs::path(CTRAX_FIXTURES_DIR "/../../configs") / (std::string(name) + ".toml"));
-      apply_overrides(table, {std::string("agent.compile=") + (compiled ? "true" : "false")});
+      toml::table table = parse_config_file(fs::path(CTRAX_FIXTURES_DIR "/../../configs") / (name + ".toml"));
+      std::vector<std::string> overrides = cases[i].overrides;
+      overrides.push_back(std::string("agent.compile=") + (compiled ? "true" : "false"));
+      apply_overrides(table, overrides);
       const ctrax::tools::RunConfig c = read_run_config(table, name);
-      const fs::path dir = root / (std::string(name) + (compiled ? "_compiled" : "_eager"));
+      const fs::path dir = root / (std::to_string(i) + "_" + name + (compiled ? "_compiled" : "_eager"));
       ctrax::TaskPtr task = ctrax::tools::make_task(c);
       std::unique_ptr<ctrax::Agent> agent = ctrax::tools::make_agent(c, task, dir);
       agent->run(2);
