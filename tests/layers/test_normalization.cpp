@@ -320,13 +320,18 @@ TEST_CASE("layers: Normalize's one-kernel CPU forward equals its tensor-op form 
   // An input a tape follows takes the tensor ops (they are differentiable); any other CPU input of
   // the statistics' dtype the one kernel. Both, in every mode, float32 and float64, clipped or not,
   // and with infinite inputs against finite statistics; 70 features cross the kernel's block of 64
-  // per-feature divisors.
-  for (const int64_t features : {int64_t{3}, int64_t{70}})
+  // per-feature divisors, and 16 rows or more of at most 16 features take its periodic layout (74
+  // rows of 3: four periods of 16 rows and 10 more; 18 of 16).
+  struct Size {
+    int64_t batch, features;
+  };
+  for (const Size size : {Size{5, 3}, Size{37, 3}, Size{9, 16}, Size{5, 70}})
   for (const DType dtype : {DType::float32, DType::float64}) {
     for (const double clip_at : {std::numeric_limits<double>::infinity(), 1.5}) {
-      INFO(features << " features, " << dtype_name(dtype) << ", clip " << clip_at);
+      const int64_t features = size.features;
+      INFO(size.batch * 2 << " rows of " << features << " features, " << dtype_name(dtype) << ", clip " << clip_at);
       LayerPtr norm = Normalize({std::numeric_limits<double>::infinity(), 1e-5, clip_at});
-      const Tensor x = test::random_tensor(Shape{5, 2, features}, dtype, 81, -4.0, 6.0);
+      const Tensor x = test::random_tensor(Shape{size.batch, 2, features}, dtype, 81, -4.0, 6.0);
       const Tensor with_inf =
           where(gt(x, full(x.shape(), 5.0, dtype)), full(x.shape(), std::numeric_limits<double>::infinity(), dtype), x);
       auto [w, s] = norm->init({ShapeDtype::of(x)});
