@@ -14,6 +14,15 @@ namespace {
 std::string item_label(const Layer& sub, size_t i) { return sub.name() + "[" + std::to_string(i) + "]"; }
 
 // Serial: the stack machine.
+// A list state with one entry per sublayer (Serial's and Parallel's) may change when one of
+// them may; any other state is judged as a leaf layer's.
+bool sublayers_may_change_state(const std::vector<LayerPtr>& sublayers, const Tree& state, Mode mode) {
+  if (!state.is_list() || state.size() != sublayers.size()) return state.num_leaves() > 0;
+  for (size_t k = 0; k < sublayers.size(); ++k)
+    if (sublayers[k]->may_change_state(state[k], mode)) return true;
+  return false;
+}
+
 class SerialLayer final : public Layer {
  public:
   SerialLayer(std::vector<LayerPtr> layers, std::string name)
@@ -26,6 +35,10 @@ class SerialLayer final : public Layer {
     }
     if (sublayers().empty()) set_arity(1, 1);  // the identity
     else set_arity(need, need - net);
+  }
+
+  bool may_change_state(const Tree& state, Mode mode) const override {
+    return sublayers_may_change_state(sublayers(), state, mode);
   }
 
  protected:
@@ -107,6 +120,10 @@ class ParallelLayer final : public Layer {
       n_out += l->n_out();
     }
     set_arity(n_in, n_out);
+  }
+
+  bool may_change_state(const Tree& state, Mode mode) const override {
+    return sublayers_may_change_state(sublayers(), state, mode);
   }
 
  protected:

@@ -168,6 +168,8 @@ LayerResult Layer::apply(const Stack& inputs, const Tree& weights, const Tree& s
   return apply_in_pass(*this, inputs, weights, state, rng, mode, pass, name_);
 }
 
+bool Layer::may_change_state(const Tree& state, Mode) const { return state.num_leaves() > 0; }
+
 Tree Layer::updated_state(const Stack& inputs, const Tree& weights, const Tree& state, Key rng, Mode mode) const {
   LayerPass pass = LayerPass::over(*this);
   return apply_in_pass(*this, inputs, weights, state, rng, mode, pass, name_, /*state_only=*/true).state;

@@ -101,6 +101,13 @@ class Layer {
   // change any (other layers run whole).
   Tree updated_state(const Stack& inputs, const Tree& weights, const Tree& state, Key rng = Key(),
                      Mode mode = Mode::collect) const;
+  // Whether apply() in `mode` could return a state other than `state` (its structure and values as
+  // init or apply made them). Conservative: true for any layer that holds state, unless the layer
+  // knows better (Normalize: only in Mode::collect and below its sample_limit; Serial and Parallel:
+  // when a sublayer may). An RL agent's collection steps run as evaluation steps once this is
+  // false for Mode::collect (rl/agents/collect_model.h): the same outputs, without threading
+  // statistics that can no longer move. Reads nothing from a GPU (a Normalize there says true).
+  virtual bool may_change_state(const Tree& state, Mode mode) const;
 
   // ---- The convenience interface: the layer's own weights and state --------------------------
   const Tree& weights() const { return weights_; }

@@ -172,6 +172,16 @@ class NormalizeLayer final : public Layer {
     CTRAX_REQUIRE(options_.clip > 0.0, "Normalize: clip must be > 0, got ", options_.clip);
   }
 
+  // Statistics move only in collect mode, and only while count < sample_limit; a count on a GPU
+  // is not read (that would wait for the device), so there the answer is "may".
+  bool may_change_state(const Tree& state, Mode mode) const override {
+    if (mode != Mode::collect) return false;
+    if (!std::isfinite(options_.sample_limit) || !state.is_dict() || !state.contains("count")) return true;
+    const Tensor& count = state["count"].leaf();
+    if (!count.device().is_cpu() || count.dtype() != DType::int64 || count.numel() != 1) return true;
+    return static_cast<double>(*count.data<int64_t>()) < options_.sample_limit;
+  }
+
  protected:
   std::pair<Tree, Tree> init_weights_and_state(const Signature& input, Key, LayerPass&) override {
     const ShapeDtype& x = input[0];

@@ -69,6 +69,9 @@ const std::vector<Tensor>& CollectModel::run(const Tensor& observations, bool ev
     std::vector<Tensor>& inputs;
     ~Release() { inputs.clear(); }
   } release{inputs};
+  // Statistics that can no longer move (a Normalize past its sample_limit): a collection step is
+  // an evaluation step, the same outputs without the statistics threaded through.
+  if (!evaluating && !state_only_ && !state_may_move()) evaluating = true;
   if (observations.dtype() == DType::float32 && observations.device() == device_) inputs.push_back(observations);
   else inputs.push_back(observations.to(DType::float32).to(device_));
   for (const Tensor& t : more) inputs.push_back(t.to(device_));
@@ -90,6 +93,22 @@ const std::vector<Tensor>& CollectModel::run(const Tensor& observations, bool ev
   if (!evaluating && out.size() > n_results)
     keep_owned_leaves(state_, owned_leaves_, new_state_structure_, std::span<const Tensor>(out).subspan(n_results));
   return out;
+}
+
+bool CollectModel::state_may_move() const {
+  // Asked on the first step after the state was replaced and then every kFrozenCheckInterval
+  // steps, not on every one (the walk over the model costs some 50 ns, as much as a small
+  // kernel): a collection step on frozen statistics computes what an evaluation step does, so
+  // noticing a few steps late changes no result. Frozen statistics stay frozen until the state
+  // is replaced (set_state, from_trainer).
+  if (state_frozen_) return false;
+  if (steps_to_check_ > 0) {
+    --steps_to_check_;
+    return true;
+  }
+  steps_to_check_ = kFrozenCheckInterval - 1;
+  state_frozen_ = !trainer_.model().may_change_state(state_, Mode::collect);
+  return !state_frozen_;
 }
 
 Tensor CollectModel::returned_copy(size_t slot, const Tensor& source) {
@@ -121,6 +140,7 @@ Stack CollectModel::act(const Tensor& observations, bool evaluating, const Stack
 }
 
 void CollectModel::update_state(const Tensor& observations, const Stack& more) {
+  if (!state_may_move()) return;  // nothing to update
   sampler_ = nullptr;
   state_only_ = true;
   try {

@@ -30,7 +30,8 @@ class CollectModel {
   // One step for N environments: observations [N, ...] (any real dtype; made float32) and the
   // further inputs `more` ([N, ...] each, e.g. a Q-network's actions; unconverted) run as
   // [N, 1, ...]; returns every output as [N, ...], contiguous, on the device. evaluating: Mode::eval
-  // (statistics unchanged), else Mode::collect. Runs compiled when the trainer's steps do
+  // (statistics unchanged), else Mode::collect (run as Mode::eval, the same outputs, once the
+  // statistics cannot move any more: Layer::may_change_state). Runs compiled when the trainer's steps do
   // (tensor/compile.h): no tape and no allocation. The returned tensors are copies the caller
   // owns; once the caller has let go of them (and of every view of them), the next call copies
   // its results into the same storages instead of allocating new ones, so a collection loop
@@ -61,6 +62,8 @@ class CollectModel {
   void from_trainer(const Trainer& trainer) {
     state_ = trainer.state();
     owned_leaves_.clear();
+    state_frozen_ = false;
+    steps_to_check_ = 0;
   }
 
   void export_state(std::map<std::string, Tensor>& tensors) const;
@@ -70,6 +73,8 @@ class CollectModel {
   void set_state(Tree state) {
     state_ = std::move(state);
     owned_leaves_.clear();
+    state_frozen_ = false;
+    steps_to_check_ = 0;
   }
 
  private:
@@ -78,6 +83,10 @@ class CollectModel {
   // the new state's leaves.
   std::vector<Tensor> forward(const std::vector<Tensor>& inputs, Key key);
   const std::vector<Tensor>& run(const Tensor& observations, bool evaluating, const Stack& more, Key key);
+  // Whether a collection step can still change the state (Layer::may_change_state, asked every
+  // kFrozenCheckInterval calls): once it cannot, collection steps run as evaluation steps and
+  // update_state does nothing.
+  bool state_may_move() const;
   // A copy of `source` for the caller, in returned_[slot]'s storage when nothing but this object
   // holds it any more (the caller dropped the previous result), else in a new one.
   Tensor returned_copy(size_t slot, const Tensor& source);
@@ -90,6 +99,9 @@ class CollectModel {
   // state_'s leaves when this object made them (keep_owned_leaves) and nobody else holds them: a
   // collection step then copies the new statistics into them instead of rebuilding the tree.
   mutable std::vector<Tensor> owned_leaves_;
+  mutable bool state_frozen_ = false;  // state_may_move() found it cannot move (until replaced)
+  mutable int steps_to_check_ = 0;     // calls of state_may_move() before it asks the model again
+  static constexpr int kFrozenCheckInterval = 64;
   CompiledFunction compiled_;  // runs forward
   bool evaluating_ = false;    // read by forward (part of the plan's guard)
   // The sampling forward runs after outputs: read by forward, part of the plan's guard.

@@ -8,6 +8,8 @@
 
 #include <ctrax/autograd/gradcheck.h>
 #include <ctrax/autograd/tape.h>
+#include <ctrax/layers/combinators.h>
+#include <ctrax/layers/core.h>
 #include <ctrax/layers/normalization.h>
 #include <ctrax/tensor/compile.h>
 #include <ctrax/tensor/ops.h>
@@ -353,6 +355,45 @@ TEST_CASE("layers: Normalize's one-kernel CPU forward equals its tensor-op form 
       CHECK(bool(all(isfinite(r.outputs[0])).item<uint8_t>()));
     }
   }
+}
+
+TEST_CASE("layers: may_change_state is true while a collect step could still move the statistics") {
+  const Tensor x = test::random_tensor(Shape{3, 1, 2}, DType::float64, 61);
+  LayerPtr limited = Normalize({5, 1e-5, std::numeric_limits<double>::infinity()});
+  auto [w, s] = limited->init({ShapeDtype::of(x)});
+  CHECK(limited->may_change_state(s, Mode::collect));
+  for (const Mode mode : {Mode::train, Mode::eval, Mode::predict}) CHECK_FALSE(limited->may_change_state(s, mode));
+  const Tree s3 = limited->apply({x}, w, s, Key(), Mode::collect).state;  // 3 of 5
+  CHECK(limited->may_change_state(s3, Mode::collect));
+  const Tree s5 = limited->apply({x}, w, s3, Key(), Mode::collect).state;  // 5 of 5: full
+  CHECK_FALSE(limited->may_change_state(s5, Mode::collect));
+  // And indeed a further collect step leaves every statistic as it was.
+  const Tree s6 = limited->apply({x}, w, s5, Key(), Mode::collect).state;
+  for (const char* key : {"mean", "var", "count"}) CHECK(test::bitwise_equal(s6[key].leaf(), s5[key].leaf()));
+  // Without a limit the statistics always may move.
+  LayerPtr unlimited = Normalize();
+  auto [wu, su] = unlimited->init({ShapeDtype::of(x)});
+  CHECK(unlimited->may_change_state(unlimited->apply({x}, wu, su, Key(), Mode::collect).state, Mode::collect));
+  // Serial and Parallel ask their sublayers; a layer without state never changes one; a stateful
+  // layer that does not say is assumed to (BatchNorm).
+  LayerPtr serial = Serial({limited, Dense(4), Relu()});
+  auto [ws, ss] = serial->init({ShapeDtype::of(x)});
+  CHECK(serial->may_change_state(ss, Mode::collect));
+  Tree full = ss;
+  full[0] = s5;
+  CHECK_FALSE(serial->may_change_state(full, Mode::collect));
+  LayerPtr parallel = Parallel({limited, nullptr});
+  auto [wp, sp] = parallel->init({ShapeDtype::of(x), ShapeDtype::of(x)});
+  CHECK(parallel->may_change_state(sp, Mode::collect));
+  Tree parallel_full = sp;
+  parallel_full[0] = s5;
+  CHECK_FALSE(parallel->may_change_state(parallel_full, Mode::collect));
+  LayerPtr plain = Serial({Dense(4), Relu()});
+  auto [wd, sd] = plain->init({ShapeDtype::of(x)});
+  CHECK_FALSE(plain->may_change_state(sd, Mode::collect));
+  LayerPtr batch_norm = BatchNorm();
+  auto [wb, sb] = batch_norm->init({ShapeDtype::of(x)});
+  CHECK(batch_norm->may_change_state(sb, Mode::eval));
 }
 
 TEST_CASE("layers: Normalize stops counting at sample_limit and clips the normalised value") {

@@ -183,3 +183,50 @@ TEST_CASE("CollectModel: evaluation steps between collection steps leave the col
   }
   CHECK(compiled.compile_stats().replays >= 6);
 }
+
+TEST_CASE("CollectModel: statistics past their sample_limit stop moving, and collection runs as evaluation") {
+  // A Normalize counting 10 observations: steps of 4 rows reach the limit on the third step. Every
+  // collection step gives what a Mode::collect forward gives (the statistics stay once full); once
+  // CollectModel notices (it asks every 64 steps) it runs the evaluation plan, and update_state
+  // does nothing.
+  const Gaussian distribution(Shape{2}, 1.0, LearnStd::separate);
+  for (const bool compile : {true, false}) {
+    INFO("compile " << compile);
+    TrainerOptions o;
+    o.model = Serial({Normalize({10.0, 1e-5, 5.0}), Dense(16), Tanh(), Dense(distribution.n_inputs())});
+    o.loss = L2Loss();
+    o.optimizer = std::make_shared<Adam>(AdamOptions{});
+    o.compile = compile;
+    o.train_stream = [n = distribution.n_inputs()](int64_t index) {
+      return Batch{normal(fold_in(Key(3), static_cast<uint64_t>(index)), {4, 1, 3}), zeros({4, 1, n})};
+    };
+    Trainer trainer(std::move(o));
+    CollectModel acting(trainer, "policy_collect_state", "test");
+    CollectModel updating(trainer, "policy_collect_state", "test");
+    for (uint64_t step = 0; step < 70; ++step) {
+      INFO("step " << step);
+      const Tensor observations = normal(fold_in(Key(41), step), {4, 3});
+      const Tree before = acting.state().with_leaves([&] {
+        std::vector<Tensor> copies;
+        for (const Tensor& t : acting.state().leaves()) copies.push_back(t.clone());
+        return copies;
+      }());
+      CHECK(trainer.model().may_change_state(acting.state(), Mode::collect) == (step < 3));
+      const LayerResult want = trainer.model().apply({observations.reshape(Shape{4, 1, 3})}, trainer.weights(), before,
+                                                     Key(), Mode::collect);
+      const Tensor got = acting.act(observations, false)[0];
+      CHECK(bitwise_equal(got, want.outputs[0].select(1, 0).contiguous()));
+      updating.update_state(observations);
+      const std::vector<Tensor> got_state = acting.state().leaves(), want_state = want.state.leaves(),
+                                updated = updating.state().leaves();
+      REQUIRE(got_state.size() == 3);
+      for (size_t i = 0; i < got_state.size(); ++i) {
+        CHECK(bitwise_equal(got_state[i], want_state[i]));
+        CHECK(bitwise_equal(updated[i], want_state[i]));
+      }
+    }
+    CHECK(acting.state()[0]["count"].leaf().item<int64_t>() == 10);
+    // Compiled: the collection plan for the first three steps, then the evaluation plan.
+    if (compile) CHECK(acting.compile_stats().plans == 2);
+  }
+}
