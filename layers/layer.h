@@ -104,9 +104,10 @@ class Layer {
   // Whether apply() in `mode` could return a state other than `state` (its structure and values as
   // init or apply made them). Conservative: true for any layer that holds state, unless the layer
   // knows better (Normalize: only in Mode::collect and below its sample_limit; Serial and Parallel:
-  // when a sublayer may). An RL agent's collection steps run as evaluation steps once this is
-  // false for Mode::collect (rl/agents/collect_model.h): the same outputs, without threading
-  // statistics that can no longer move. Reads nothing from a GPU (a Normalize there says true).
+  // when a sublayer may). It speaks of the state only: an RL agent's collection steps stop copying
+  // back statistics that can no longer move once this is false for Mode::collect, and skip the
+  // value network's statistics update (rl/agents/collect_model.h). A layer whose state a step can
+  // change must not say false. Reads nothing from a GPU (a Normalize there says true).
   virtual bool may_change_state(const Tree& state, Mode mode) const;
 
   // ---- The convenience interface: the layer's own weights and state --------------------------

@@ -69,9 +69,6 @@ const std::vector<Tensor>& CollectModel::run(const Tensor& observations, bool ev
     std::vector<Tensor>& inputs;
     ~Release() { inputs.clear(); }
   } release{inputs};
-  // Statistics that can no longer move (a Normalize past its sample_limit): a collection step is
-  // an evaluation step, the same outputs without the statistics threaded through.
-  if (!evaluating && !state_only_ && !state_may_move()) evaluating = true;
   if (observations.dtype() == DType::float32 && observations.device() == device_) inputs.push_back(observations);
   else inputs.push_back(observations.to(DType::float32).to(device_));
   for (const Tensor& t : more) inputs.push_back(t.to(device_));
@@ -80,6 +77,7 @@ const std::vector<Tensor>& CollectModel::run(const Tensor& observations, bool ev
     for (const Tensor& t : state_.leaves()) inputs.push_back(t);
   evaluating_ = evaluating;
   n_more_ = more.size();
+  if (!evaluating && steps_to_check_ > 0) --steps_to_check_;
   // A plan reads the trainer's weight storages and bakes in the mode and the sampler.
   const std::vector<Tensor>& out =
       compiled_(inputs, key,
@@ -90,23 +88,21 @@ const std::vector<Tensor>& CollectModel::run(const Tensor& observations, bool ev
   // The new statistics are in the plan's output buffers, which the next call of any of this
   // function's plans may overwrite (an evaluation step's plan shares them): they are kept in
   // tensors of this object's own, in place after the first step.
-  if (!evaluating && out.size() > n_results)
+  // Statistics that can no longer move (a Normalize past its sample_limit) come back as they went
+  // in: nothing to keep.
+  if (!evaluating && out.size() > n_results && state_may_move())
     keep_owned_leaves(state_, owned_leaves_, new_state_structure_, std::span<const Tensor>(out).subspan(n_results));
   return out;
 }
 
 bool CollectModel::state_may_move() const {
   // Asked on the first step after the state was replaced and then every kFrozenCheckInterval
-  // steps, not on every one (the walk over the model costs some 50 ns, as much as a small
-  // kernel): a collection step on frozen statistics computes what an evaluation step does, so
-  // noticing a few steps late changes no result. Frozen statistics stay frozen until the state
-  // is replaced (set_state, from_trainer).
+  // steps (run() counts them down), not on every one (the walk over the model costs some 50 ns,
+  // as much as a small kernel): a step on frozen statistics returns them unchanged, so noticing
+  // a few steps late changes no result.
   if (state_frozen_) return false;
-  if (steps_to_check_ > 0) {
-    --steps_to_check_;
-    return true;
-  }
-  steps_to_check_ = kFrozenCheckInterval - 1;
+  if (steps_to_check_ > 0) return true;
+  steps_to_check_ = kFrozenCheckInterval;
   state_frozen_ = !trainer_.model().may_change_state(state_, Mode::collect);
   return !state_frozen_;
 }

@@ -30,8 +30,8 @@ class CollectModel {
   // One step for N environments: observations [N, ...] (any real dtype; made float32) and the
   // further inputs `more` ([N, ...] each, e.g. a Q-network's actions; unconverted) run as
   // [N, 1, ...]; returns every output as [N, ...], contiguous, on the device. evaluating: Mode::eval
-  // (statistics unchanged), else Mode::collect (run as Mode::eval, the same outputs, once the
-  // statistics cannot move any more: Layer::may_change_state). Runs compiled when the trainer's steps do
+  // (statistics unchanged), else Mode::collect (once the statistics cannot move any more,
+  // Layer::may_change_state, the step's unchanged statistics are not copied back). Runs compiled when the trainer's steps do
   // (tensor/compile.h): no tape and no allocation. The returned tensors are copies the caller
   // owns; once the caller has let go of them (and of every view of them), the next call copies
   // its results into the same storages instead of allocating new ones, so a collection loop
@@ -84,8 +84,8 @@ class CollectModel {
   std::vector<Tensor> forward(const std::vector<Tensor>& inputs, Key key);
   const std::vector<Tensor>& run(const Tensor& observations, bool evaluating, const Stack& more, Key key);
   // Whether a collection step can still change the state (Layer::may_change_state, asked every
-  // kFrozenCheckInterval calls): once it cannot, collection steps run as evaluation steps and
-  // update_state does nothing.
+  // kFrozenCheckInterval calls): once it cannot, a collection step's statistics are not copied
+  // back and update_state does nothing.
   bool state_may_move() const;
   // A copy of `source` for the caller, in returned_[slot]'s storage when nothing but this object
   // holds it any more (the caller dropped the previous result), else in a new one.

@@ -323,11 +323,12 @@ TEST_CASE("layers: Normalize's one-kernel CPU forward equals its tensor-op form 
   // the statistics' dtype the one kernel. Both, in every mode, float32 and float64, clipped or not,
   // and with infinite inputs against finite statistics; 70 features cross the kernel's block of 64
   // per-feature divisors, and 16 rows or more of at most 16 features take its periodic layout (74
-  // rows of 3: four periods of 16 rows and 10 more; 18 of 16).
+  // rows of 3: four periods of 16 rows and 10 more; exactly one period of 16 rows; 18 rows of 16;
+  // 18 of 17, one feature too many for it).
   struct Size {
     int64_t batch, features;
   };
-  for (const Size size : {Size{5, 3}, Size{37, 3}, Size{9, 16}, Size{5, 70}})
+  for (const Size size : {Size{5, 3}, Size{37, 3}, Size{8, 3}, Size{9, 16}, Size{9, 17}, Size{5, 70}})
   for (const DType dtype : {DType::float32, DType::float64}) {
     for (const double clip_at : {std::numeric_limits<double>::infinity(), 1.5}) {
       const int64_t features = size.features;

@@ -147,7 +147,12 @@ TEST_CASE("CollectModel: update_state moves the statistics as act() does, compil
     for (uint64_t step = 0; step < 5; ++step) {
       const Tensor observations = normal(fold_in(Key(19), step), {4, 3});
       acting.act(observations, false);
+      const int64_t runs_before = updating.compile_stats().replays + updating.compile_stats().recordings +
+                                  updating.compile_stats().eager_calls;
       updating.update_state(observations);
+      const int64_t runs = updating.compile_stats().replays + updating.compile_stats().recordings +
+                           updating.compile_stats().eager_calls - runs_before;
+      CHECK(runs == (step < 64 ? 1 : 0));
       const std::vector<Tensor> want = acting.state().leaves(), got = updating.state().leaves();
       REQUIRE(got.size() == 3);  // the Normalize's count, mean and var
       for (size_t i = 0; i < got.size(); ++i) CHECK(bitwise_equal(got[i], want[i]));
@@ -184,11 +189,10 @@ TEST_CASE("CollectModel: evaluation steps between collection steps leave the col
   CHECK(compiled.compile_stats().replays >= 6);
 }
 
-TEST_CASE("CollectModel: statistics past their sample_limit stop moving, and collection runs as evaluation") {
+TEST_CASE("CollectModel: statistics past their sample_limit stop moving, and update_state stops running") {
   // A Normalize counting 10 observations: steps of 4 rows reach the limit on the third step. Every
   // collection step gives what a Mode::collect forward gives (the statistics stay once full); once
-  // CollectModel notices (it asks every 64 steps) it runs the evaluation plan, and update_state
-  // does nothing.
+  // CollectModel notices (it asks every 64 steps) update_state runs nothing.
   const Gaussian distribution(Shape{2}, 1.0, LearnStd::separate);
   for (const bool compile : {true, false}) {
     INFO("compile " << compile);
@@ -216,7 +220,12 @@ TEST_CASE("CollectModel: statistics past their sample_limit stop moving, and col
                                                      Key(), Mode::collect);
       const Tensor got = acting.act(observations, false)[0];
       CHECK(bitwise_equal(got, want.outputs[0].select(1, 0).contiguous()));
+      const int64_t runs_before = updating.compile_stats().replays + updating.compile_stats().recordings +
+                                  updating.compile_stats().eager_calls;
       updating.update_state(observations);
+      const int64_t runs = updating.compile_stats().replays + updating.compile_stats().recordings +
+                           updating.compile_stats().eager_calls - runs_before;
+      CHECK(runs == (step < 64 ? 1 : 0));
       const std::vector<Tensor> got_state = acting.state().leaves(), want_state = want.state.leaves(),
                                 updated = updating.state().leaves();
       REQUIRE(got_state.size() == 3);
@@ -226,7 +235,11 @@ TEST_CASE("CollectModel: statistics past their sample_limit stop moving, and col
       }
     }
     CHECK(acting.state()[0]["count"].leaf().item<int64_t>() == 10);
-    // Compiled: the collection plan for the first three steps, then the evaluation plan.
-    if (compile) CHECK(acting.compile_stats().plans == 2);
+    // A state put back from before the limit moves again at once (set_state asks anew).
+    const Tree fresh = trainer.state();
+    REQUIRE(fresh[0]["count"].leaf().item<int64_t>() == 0);
+    updating.set_state(fresh);
+    updating.update_state(normal(Key(43), {4, 3}));
+    CHECK(updating.state()[0]["count"].leaf().item<int64_t>() == 4);
   }
 }
