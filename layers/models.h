@@ -4,7 +4,8 @@
 //
 // MLP(widths, activation, options): Dense(w) and the activation per width (after the last Dense
 // only with out_activation); acts on the last axis and does not flatten (unlike Trax's).
-// Heads are sized by n_distribution_inputs (Distribution::n_inputs()): Policy is
+// Heads are sized by n_distribution_inputs (Distribution::n_inputs(); for a distribution with
+// state-independent inputs use the forms in rl/agents/policy_models.h, which append them): Policy is
 // Serial(normalizer, body, Dense(n)); Value the same with Dense(1) and the last axis dropped;
 // PolicyAndValue outputs (distribution inputs, values), with one body and two heads when joint,
 // else Branch(Policy, Value). ActionValue is a Q-network: (observations [B, L, ...], actions

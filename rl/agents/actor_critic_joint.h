@@ -41,6 +41,7 @@ struct ActorCriticJointOptions {
   LayerPtr joint_model;                         // required: [B, L, ...] -> ([B, L, D], [B, L])
   // The action distribution; default create_distribution(action space) (as PolicyAgentOptions's:
   // e.g. Gaussian(shape, 0.5, LearnStd::separate) learns the std). It must fit the action space.
+  // A state-independent std needs a model built by PolicyAndValue(distribution, body), as there.
   DistributionPtr distribution;
   // Default: Adam with Trax's multifactor schedule as its learning rate (the Trainer's default).
   std::shared_ptr<Optimizer> optimizer;

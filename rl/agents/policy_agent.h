@@ -31,7 +31,11 @@ struct PolicyAgentOptions {
   LayerPtr policy_model;                        // required: [B, L, ...] -> [B, L, D]
   // The action distribution; default create_distribution(action space): Categorical for
   // discrete spaces, Gaussian with a fixed std of 1 for Box spaces. Give e.g.
-  // Gaussian(shape, 0.5, LearnStd::separate) to learn the std. It must fit the action space.
+  // Gaussian(shape, 0.5, LearnStd::separate) to learn the std. It must fit the action space. With
+  // LearnStd::state_independent the model's last n_state_independent_inputs() outputs must be a
+  // learned vector the same for every state: Policy(distribution, body) builds it so
+  // (LearnedColumns); a hand-made Dense head of n_inputs() outputs would make the log std a
+  // function of the state, which nothing here can tell from the outputs' width.
   DistributionPtr distribution;
   // Default: Adam with Trax's multifactor schedule as its learning rate (the Trainer's default).
   std::shared_ptr<Optimizer> policy_optimizer;

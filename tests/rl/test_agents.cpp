@@ -164,6 +164,26 @@ TEST_CASE("Actor-critic copies the shared layers both ways around value training
   CHECK_THROWS_AS(A2C(task, collect_trajectories(2), p, bad), Error);
 }
 
+TEST_CASE("Actor-critic shares layers with a policy whose std is a state-independent vector") {
+  // Policy(distribution) appends the log std as the last item of its own Serial, so the
+  // normaliser, body and head keep their positions and n_shared_layers copies the body.
+  auto task = std::make_shared<RLTask>("Pendulum-v1", cartpole_task(8));
+  PolicyAgentOptions p = small_policy();
+  const auto gaussian = std::make_shared<Gaussian>(Shape{1}, 2.0, LearnStd::state_independent);
+  p.distribution = gaussian;
+  const LayerFactory body = [] { return MLP({16}, Tanh, {.out_activation = true}); };
+  p.policy_model = Policy(*gaussian, body, [] { return Normalize(); });
+  ActorCriticOptions v = small_value();
+  v.value_model = Value(body, [] { return Normalize(); });
+  v.n_shared_layers = 2;  // the Normalize (no weights) and the body
+  A2C agent(task, collect_trajectories(2), p, v);
+  const Tree& policy_weights = agent.policy_trainer().weights();
+  REQUIRE(policy_weights.size() == 4);  // Normalize, body, head, log std
+  CHECK(bitwise_equal(policy_weights[1], agent.value_trainer().weights()[1]));
+  CHECK(policy_weights[3]["columns"].leaf().shape() == Shape{1});
+  agent.run(1);
+}
+
 TEST_CASE("Actor-critic replay: on_policy batches come from the last epoch, off-policy from every stored one") {
   RLTaskOptions t = cartpole_task(7);
   t.initial_trajectories = 0;

@@ -66,7 +66,9 @@ TEST_CASE("A state-independent std is one learned vector after the head, the sam
       // learned vector as the sum over every row's.
       const auto r = value_and_grad(
           [&](const Tree& w) { return sum(model->apply({obs}, w, state, Key(), Mode::eval).outputs[0]); })(weights);
-      const Tree& columns = two_outputs ? r.grad[1][0] : r.grad[1];  // Serial(model, [Parallel of] LearnedColumns)
+      // The last item of the top-level Serial: LearnedColumns, or Parallel(LearnedColumns, identity).
+      const Tree& last = r.grad[r.grad.size() - 1];
+      const Tree& columns = two_outputs ? last[0] : last;
       CHECK(columns["columns"].leaf().to_vector<double>() == std::vector<double>{10.0, 10.0});
     }
   }
