@@ -72,6 +72,8 @@ class LearnedColumnsLayer final : public Layer {
     const Tensor& x = inputs[0];
     const Tensor& columns = weights["columns"].leaf();
     if (x.rank() < 1) fail("input is a rank-0 tensor; LearnedColumns needs a last axis of features");
+    if (columns.shape() != Shape{n_})
+      fail("the columns weight has shape " + to_string(columns.shape()) + ", expected [" + std::to_string(n_) + "]");
     if (x.dtype() != columns.dtype())
       fail(std::string("input dtype ") + dtype_name(x.dtype()) + " differs from the columns' dtype " +
            dtype_name(columns.dtype()));

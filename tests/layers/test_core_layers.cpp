@@ -108,6 +108,9 @@ TEST_CASE("layers: LearnedColumns appends one learned vector to every row") {
               {"LearnedColumns_2", "int64", "not a float dtype"});
   check_error([&] { layer->apply({test::random_tensor(Shape{3, 4}, DType::float32, 5)}, w, s); },
               {"LearnedColumns_2", "float32", "float64"});
+  Tree wrong = w;
+  wrong["columns"] = Tree(tensor({1.0, 2.0, 3.0}, {3}));
+  check_error([&] { layer->apply({x}, wrong, s); }, {"LearnedColumns_2", "columns weight has shape [3]", "expected [2]"});
 }
 
 TEST_CASE("layers: activations against their formulas, with gradients") {
