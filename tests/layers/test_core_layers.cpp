@@ -70,7 +70,10 @@ TEST_CASE("layers: Dense computes x W + b with Glorot-uniform kernel and tiny bi
 TEST_CASE("layers: LearnedColumns appends one learned vector to every row") {
   LayerPtr layer = LearnedColumns(2);
   const Tensor x = test::random_tensor(Shape{3, 4}, DType::float64, 5);
-  auto [w, s] = layer->init({ShapeDtype::of(x)}, Key(1));
+  // (no structured binding: clang 14 cannot capture one in the lambdas below)
+  auto initialized = layer->init({ShapeDtype::of(x)}, Key(1));
+  const Tree& w = initialized.first;
+  const Tree& s = initialized.second;
   const Tensor& columns = w["columns"].leaf();
   CHECK(columns.shape() == Shape{2});
   CHECK(columns.dtype() == DType::float64);

@@ -53,7 +53,9 @@ TEST_CASE("A state-independent std is one learned vector after the head, the sam
       INFO(model->name());
       const bool two_outputs = model->n_out() == 2;
       CHECK(model->name() == (two_outputs ? "PolicyAndValue" : "Policy"));
-      const auto [weights, state] = model->init({{obs.shape(), obs.dtype()}}, Key(2));
+      const auto initialized = model->init({{obs.shape(), obs.dtype()}}, Key(2));
+      const Tree& weights = initialized.first;  // (not a structured binding: a lambda below captures it)
+      const Tree& state = initialized.second;
       const Stack out = model->apply({obs}, weights, state, Key(), Mode::eval).outputs;
       REQUIRE(out[0].shape() == Shape{2, 5, 4});
       if (two_outputs) CHECK(out[1].shape() == Shape{2, 5});
