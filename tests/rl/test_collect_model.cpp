@@ -22,9 +22,11 @@ namespace {
 using test::bitwise_equal;
 
 // A policy network over observations [B, L, 3] whose output feeds `distribution`.
-std::unique_ptr<Trainer> policy_trainer(const Distribution& distribution, bool compile, bool normalize = false) {
+// normalize: a Normalize(normalize_options) in front.
+std::unique_ptr<Trainer> policy_trainer(const Distribution& distribution, bool compile, bool normalize = false,
+                                        NormalizeOptions normalize_options = {}) {
   TrainerOptions o;
-  o.model = normalize ? Serial({Normalize(), Dense(16), Tanh(), Dense(distribution.n_inputs())})
+  o.model = normalize ? Serial({Normalize(normalize_options), Dense(16), Tanh(), Dense(distribution.n_inputs())})
                       : Serial({Dense(16), Tanh(), Dense(distribution.n_inputs())});
   o.loss = L2Loss();
   o.optimizer = std::make_shared<Adam>(AdamOptions{});
@@ -196,15 +198,8 @@ TEST_CASE("CollectModel: statistics past their sample_limit stop moving, and upd
   const Gaussian distribution(Shape{2}, 1.0, LearnStd::separate);
   for (const bool compile : {true, false}) {
     INFO("compile " << compile);
-    TrainerOptions o;
-    o.model = Serial({Normalize({10.0, 1e-5, 5.0}), Dense(16), Tanh(), Dense(distribution.n_inputs())});
-    o.loss = L2Loss();
-    o.optimizer = std::make_shared<Adam>(AdamOptions{});
-    o.compile = compile;
-    o.train_stream = [n = distribution.n_inputs()](int64_t index) {
-      return Batch{normal(fold_in(Key(3), static_cast<uint64_t>(index)), {4, 1, 3}), zeros({4, 1, n})};
-    };
-    Trainer trainer(std::move(o));
+    const auto owned_trainer = policy_trainer(distribution, compile, /*normalize=*/true, {10.0, 1e-5, 5.0});
+    const Trainer& trainer = *owned_trainer;
     CollectModel acting(trainer, "policy_collect_state", "test");
     CollectModel updating(trainer, "policy_collect_state", "test");
     for (uint64_t step = 0; step < 70; ++step) {
